@@ -1,0 +1,138 @@
+"""Module-level imports: which name reaches a module, and where a new import goes.
+
+Fixes that emit ``torch.amp.…``, ``functools.partial`` or ``amplint.runtime.…`` must
+never emit a name that is not bound at the use site; these helpers answer whether it
+is, and produce the one edit (identical across fixes, so the engine applies it once)
+that binds it when it is not.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ImportAssignment, Scope, ScopeProvider
+
+from amplint.diagnostics import Edit
+from amplint.engine.context import FileContext
+
+
+def _scopes(context: FileContext) -> dict[cst.CSTNode, Scope | None]:
+    return context.wrapper.resolve(ScopeProvider)  # type: ignore[return-value]
+
+
+def _imports_module(assignment_node: cst.CSTNode, module: str) -> bool:
+    if not isinstance(assignment_node, cst.Import) or isinstance(assignment_node.names, cst.ImportStar):
+        return False
+    for alias in assignment_node.names:
+        dotted = cst.helpers.get_full_name_for_node(alias.name)
+        if dotted is None:
+            continue
+        if alias.asname is None and (dotted == module or dotted.startswith(module + ".")):
+            return True
+        if alias.asname is not None and dotted == module:
+            return True
+    return False
+
+
+def module_binding(context: FileContext, module: str, at: cst.CSTNode | None = None) -> str | None:
+    """The name that denotes top-level package ``module`` at ``at`` (module scope if None).
+
+    ``import torch`` and ``import torch.nn`` bind ``torch``; ``import torch as th`` binds
+    ``th``. A candidate counts only if every binding visible at the use site is such an
+    import (a parameter or assignment named ``torch`` shadows it).
+    """
+    scope = _scopes(context).get(at) if at is not None else _scopes(context).get(context.module)
+    if scope is None:
+        return None
+    global_scope = scope.globals
+    candidates: list[str] = []
+    for name in sorted(_bound_names(context.module, module)):
+        assignments = list(scope[name])
+        if assignments and all(
+            isinstance(assignment, ImportAssignment)
+            and assignment.scope is global_scope
+            and _imports_module(assignment.node, module)
+            for assignment in assignments
+        ):
+            candidates.append(name)
+    if module in candidates:
+        return module
+    return candidates[0] if candidates else None
+
+
+def _bound_names(tree: cst.Module, module: str) -> set[str]:
+    names: set[str] = set()
+    for statement in tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                dotted = cst.helpers.get_full_name_for_node(alias.name) or ""
+                if alias.asname is not None and dotted == module:
+                    names.add(cst.ensure_type(alias.asname.name, cst.Name).value)
+                elif alias.asname is None and (dotted == module or dotted.startswith(module + ".")):
+                    names.add(module)
+    return names
+
+
+def name_is_free(context: FileContext, name: str, at: cst.CSTNode) -> bool:
+    """True when ``name`` is bound nowhere visible from ``at`` (so an import may bind it)."""
+    scope = _scopes(context).get(at)
+    if scope is None:
+        return False
+    return not list(scope[name]) and not list(scope.globals[name])
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_future_import(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and any(
+            isinstance(small, cst.ImportFrom)
+            and isinstance(small.module, cst.Name)
+            and small.module.value == "__future__"
+            for small in statement.body
+        )
+    )
+
+
+def _is_import(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def add_import(context: FileContext, statement: str, *, position: str = "first") -> Edit:
+    """An edit inserting ``statement`` as a top-level line.
+
+    ``first`` puts it before the first ordinary top-level import (where the standard
+    library goes), ``last`` after the first block of top-level imports (third-party).
+    With no imports it goes after the docstring and ``__future__`` imports.
+    """
+    body = list(context.module.body)
+    index = 0
+    while index < len(body) and (_is_docstring(body[index]) and index == 0 or _is_future_import(body[index])):
+        index += 1
+    anchor = index
+    if anchor < len(body) and _is_import(body[anchor]) and position == "last":
+        while anchor + 1 < len(body) and _is_import(body[anchor + 1]):
+            anchor += 1
+        end = context.line_end(context.span(body[anchor])[1] - 1)
+        return context.insert(end, statement + context.source.newline)
+    if anchor < len(body) and (_is_import(body[anchor]) or index == 0):
+        start = context.line_start(context.span(body[anchor])[0])
+        # Keep comments and blank lines that lead the first statement above the import.
+        return context.insert(start, statement + context.source.newline)
+    if index == 0:
+        return context.insert(0, statement + context.source.newline)
+    end = context.line_end(context.span(body[index - 1])[1] - 1)
+    return context.insert(end, statement + context.source.newline)

@@ -1,0 +1,67 @@
+"""The data every part of amplint exchanges: diagnostics, fixes and text edits.
+
+Positions are 1-based rows and 1-based columns counted in characters of the decoded
+source (what an editor shows); offsets are 0-based indices into the decoded text.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Applicability(str, enum.Enum):
+    """Ruff's vocabulary: a safe fix runs by default, an unsafe one only on request."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    row: int
+    column: int
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace ``source[start:end]`` with ``content`` (an insertion when start == end)."""
+
+    start: int
+    end: int
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability = Applicability.SAFE
+    # Fixes sharing an isolation key are applied all together or not at all in one
+    # pass (e.g. rewriting every use of an import and removing the import).
+    isolation: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    path: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    # Free-form detail (e.g. a traceback for AMP999) shown only with --verbose.
+    detail: str | None = field(default=None, compare=False)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.location.row, self.location.column, self.code, self.message)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def fixable_with(self, unsafe: bool) -> bool:
+        return self.fix is not None and (unsafe or self.fix.applicability is Applicability.SAFE)

@@ -1,0 +1,96 @@
+"""Everything a rule may ask about the file under analysis, computed once per file."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+from amplint.diagnostics import Edit, Location
+from amplint.engine.source import SourceFile, line_starts
+
+if TYPE_CHECKING:
+    from amplint.analysis import FileAnalysis
+    from amplint.analysis.names import NameResolver
+
+
+class FileContext:
+    def __init__(self, path: str, source: SourceFile, module: cst.Module) -> None:
+        self.path = path
+        self.source = source
+        self.text = source.text
+        self.module = module
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.line_starts = line_starts(self.text)
+
+    @functools.cached_property
+    def names(self) -> NameResolver:
+        from amplint.analysis.names import NameResolver
+
+        return NameResolver(self.wrapper)
+
+    @functools.cached_property
+    def analysis(self) -> FileAnalysis:
+        from amplint.analysis import FileAnalysis
+
+        return FileAnalysis(self)
+
+    @functools.cached_property
+    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
+        return dict(self.wrapper.resolve(PositionProvider))
+
+    # -- positions ----------------------------------------------------------------------
+
+    def range_of(self, node: cst.CSTNode) -> CodeRange:
+        return self._positions[node]
+
+    def offset(self, position: CodePosition) -> int:
+        return self.line_starts[position.line - 1] + position.column
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Offsets of the node's syntactic extent (parentheses around it excluded)."""
+        code_range = self.range_of(node)
+        return self.offset(code_range.start), self.offset(code_range.end)
+
+    def location(self, offset: int) -> Location:
+        row = bisect.bisect_right(self.line_starts, offset)
+        return Location(row=row, column=offset - self.line_starts[row - 1] + 1)
+
+    def line_start(self, offset: int) -> int:
+        return self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1]
+
+    def line_end(self, offset: int) -> int:
+        """Offset just past the newline of the line holding ``offset``."""
+        index = bisect.bisect_right(self.line_starts, offset)
+        return self.line_starts[index] if index < len(self.line_starts) else len(self.text)
+
+    def indentation(self, node: cst.CSTNode) -> str:
+        start, _ = self.span(node)
+        line_start = self.line_start(start)
+        prefix = self.text[line_start:start]
+        return prefix[: len(prefix) - len(prefix.lstrip(" \t\f"))]
+
+    # -- edits --------------------------------------------------------------------------
+
+    def edit(self, start: int, end: int, content: str) -> Edit:
+        return Edit(start, end, content, self.location(start), self.location(end))
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode | str) -> Edit:
+        """Replace an expression's syntactic extent; parentheses around it stay as they are."""
+        start, end = self.span(node)
+        if isinstance(new, cst.CSTNode):
+            if isinstance(new, (cst.BaseExpression)) and (new.lpar or new.rpar):  # type: ignore[attr-defined]
+                new = new.with_changes(lpar=(), rpar=())
+            new = self.module.code_for_node(new)
+        return self.edit(start, end, new)
+
+    def insert(self, offset: int, content: str) -> Edit:
+        return self.edit(offset, offset, content)
+
+    def delete_lines(self, node: cst.CSTNode) -> Edit:
+        """Delete the whole lines a statement occupies (it must be alone on them)."""
+        start, end = self.span(node)
+        return self.edit(self.line_start(start), self.line_end(max(start, end - 1)), "")

@@ -1,0 +1,127 @@
+"""Which files a run checks: Python files under the given paths, minus exclusions.
+
+Directories are walked without following symbolic links to directories (no loops);
+``.gitignore`` files from the repository root down are honoured; ``exclude`` and
+``extend-exclude`` are gitignore-style patterns relative to the project root. A file
+named explicitly is always checked unless ``force_exclude`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from amplint.engine.config import Settings
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # paths that do not exist etc.
+
+
+def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+
+
+class _Ignorer:
+    def __init__(self, settings: Settings) -> None:
+        self.root = Path(settings.project_root).resolve()
+        self.exclude = _spec([*settings.exclude, *settings.extend_exclude])
+        self.respect_gitignore = settings.respect_gitignore
+        self._gitignores: dict[Path, pathspec.PathSpec | None] = {}
+
+    def _gitignore(self, directory: Path) -> pathspec.PathSpec | None:
+        if directory not in self._gitignores:
+            spec = None
+            candidate = directory / ".gitignore"
+            try:
+                if candidate.is_file():
+                    spec = _spec(candidate.read_text(encoding="utf-8", errors="replace").splitlines())
+            except OSError:
+                spec = None
+            self._gitignores[directory] = spec
+        return self._gitignores[directory]
+
+    def _relative(self, path: Path, base: Path) -> str | None:
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            return None
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        suffix = "/" if is_dir else ""
+        relative = self._relative(path, self.root)
+        candidates = [relative] if relative is not None else []
+        candidates.append(path.name)  # basename patterns apply wherever the tree is
+        if any(self.exclude.match_file(candidate + suffix) for candidate in candidates):
+            return True
+        if not self.respect_gitignore:
+            return False
+        for directory in self._git_dirs(path.parent):
+            spec = self._gitignore(directory)
+            rel = self._relative(path, directory)
+            if spec is not None and rel is not None and spec.match_file(rel + suffix):
+                return True
+        return False
+
+    def _git_dirs(self, directory: Path) -> list[Path]:
+        """Directories from the enclosing git repository root down to ``directory``."""
+        chain: list[Path] = []
+        for candidate in (directory, *directory.parents):
+            chain.append(candidate)
+            if (candidate / ".git").exists():
+                return list(reversed(chain))
+        return [directory]
+
+
+def _walk(directory: Path, ignorer: _Ignorer) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file(follow_symlinks=True)
+        except OSError:
+            continue
+        if is_dir:
+            if not ignorer.excluded(path.absolute(), is_dir=True):
+                yield from _walk(path, ignorer)
+        elif is_file and path.suffix in PYTHON_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
+            yield path
+
+
+def discover(paths: Sequence[str], settings: Settings) -> Discovery:
+    ignorer = _Ignorer(settings)
+    result = Discovery()
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            result.errors.append(f"{raw}: no such file or directory")
+            continue
+        absolute = path.absolute()
+        if path.is_dir():
+            if settings.force_exclude and ignorer.excluded(absolute, is_dir=True):
+                continue
+            found = _walk(path, ignorer)
+        else:
+            if settings.force_exclude and ignorer.excluded(absolute, is_dir=False):
+                continue
+            found = iter([path])
+        for file in found:
+            key = file.absolute()
+            if key not in seen:
+                seen.add(key)
+                result.files.append(file)
+    result.files.sort(key=lambda p: p.as_posix())
+    return result

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.compat import in_compat_fallback
+from amplint.diagnostics import Applicability
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+# Deprecated function → (replacement, device type argument to prepend).
+DEPRECATED_STATE_FUNCTIONS: dict[str, tuple[str, str]] = {
+    f"torch.{old}": (new, device)
+    for device, alias in (("cuda", "gpu"), ("cpu", "cpu"), ("ipu", "ipu"), ("xla", "xla"))
+    for old, new in (
+        (f"get_autocast_{alias}_dtype", "get_autocast_dtype"),
+        (f"set_autocast_{alias}_dtype", "set_autocast_dtype"),
+        (f"is_autocast_{alias}_enabled", "is_autocast_enabled"),
+        (f"set_autocast_{alias}_enabled", "set_autocast_enabled"),
+    )
+    # torch never had is_/set_autocast_gpu_enabled: the device-less forms mean CUDA.
+    if not (alias == "gpu" and "enabled" in old)
+}
+
+REPLACEMENTS = frozenset(f"torch.{new}" for new, _ in DEPRECATED_STATE_FUNCTIONS.values())
+
+
+def is_state_replacement(name: str) -> bool:
+    return name in REPLACEMENTS
+
+
+class DeprecatedAutocastState(Rule):
+    """## What it does
+    Flags calls of the device-specific autocast state functions that PyTorch 2.4
+    deprecated: `torch.get_autocast_gpu_dtype()`, `torch.get_autocast_cpu_dtype()`,
+    `torch.set_autocast_gpu_dtype(d)`, `torch.set_autocast_cpu_dtype(d)`,
+    `torch.is_autocast_cpu_enabled()`, `torch.set_autocast_cpu_enabled(e)`, and their
+    `ipu`/`xla` variants.
+
+    ## Why is this bad?
+    Each call emits a deprecation warning, and the functions will be removed. The
+    replacements take the device type as their first argument, so one code path serves
+    every device.
+
+    Not flagged: `torch.is_autocast_enabled()` / `torch.set_autocast_enabled(e)` without
+    a device (not deprecated), `torch.is_autocast_cache_enabled()`, assignments to these
+    names (monkeypatching), and compatibility fallbacks (an `except` clause whose `try`
+    uses the replacement, or an `if`/`else` branch whose sibling does).
+
+    ## Example
+    ```python
+    import torch
+
+    dtype = torch.get_autocast_gpu_dtype()
+    torch.set_autocast_cpu_enabled(True)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    dtype = torch.get_autocast_dtype("cuda")
+    torch.set_autocast_enabled("cpu", True)
+    ```
+
+    ## Fix safety
+    Safe: the replacement is the exact function the deprecated one forwards to.
+    """
+
+    code = "AMP002"
+    name = "deprecated-autocast-state"
+    summary = "Deprecated autocast state function"
+    triggers = frozenset(old.removeprefix("torch.") for old in DEPRECATED_STATE_FUNCTIONS)
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        "import torch\nenabled = torch.is_autocast_enabled()\n",
+        "import torch\ntorch.set_autocast_enabled(True)\ncache = torch.is_autocast_cache_enabled()\n",
+        "import torch\ndtype = torch.get_autocast_dtype('cuda')\n",
+        "import torch\ntorch.get_autocast_gpu_dtype = lambda: torch.float16\n",
+        # A project function with the same name is not torch's.
+        "def get_autocast_gpu_dtype():\n    return None\n\nget_autocast_gpu_dtype()\n",
+        (
+            "import torch\n"
+            "if hasattr(torch, 'get_autocast_dtype'):\n"
+            "    dtype = torch.get_autocast_dtype('cuda')\n"
+            "else:\n"
+            "    dtype = torch.get_autocast_gpu_dtype()\n"
+        ),
+        (
+            "import torch\n"
+            "try:\n"
+            "    dtype = torch.get_autocast_dtype('cpu')\n"
+            "except AttributeError:\n"
+            "    dtype = torch.get_autocast_cpu_dtype()\n"
+        ),
+        "import torch\n# torch.get_autocast_gpu_dtype() in a comment\ns = 'torch.get_autocast_gpu_dtype()'\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
+            fixed="import torch\ndtype = torch.get_autocast_dtype(\"cuda\")\n",
+        ),
+        Invalid(
+            "import torch as th\nth.set_autocast_cpu_dtype(th.bfloat16)\n",
+            fixed="import torch as th\nth.set_autocast_dtype(\"cpu\", th.bfloat16)\n",
+        ),
+        Invalid(
+            "import torch\nif torch.is_autocast_cpu_enabled():\n    torch.set_autocast_cpu_enabled(False)\n",
+            fixed=(
+                "import torch\nif torch.is_autocast_enabled(\"cpu\"):\n"
+                "    torch.set_autocast_enabled(\"cpu\", False)\n"
+            ),
+            count=2,
+        ),
+        Invalid(
+            "from torch import get_autocast_xla_dtype\nd = get_autocast_xla_dtype()\n",
+            count=1,  # the function was imported by name: no fix can keep that import meaningful
+        ),
+        Invalid(
+            "import torch\ntorch.set_autocast_gpu_dtype(dtype=torch.float16)\n",
+            fixed="import torch\ntorch.set_autocast_dtype(\"cuda\", dtype=torch.float16)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.qualified_name(node.func)
+        if qualified not in DEPRECATED_STATE_FUNCTIONS:
+            return
+        if in_compat_fallback(self.context, node, is_state_replacement):
+            return
+        new_name, device = DEPRECATED_STATE_FUNCTIONS[qualified]
+        message = f"`{qualified}()` is deprecated; use `torch.{new_name}(\"{device}\", ...)`"
+        fix = None
+        if isinstance(node.func, cst.Attribute):
+            new_call = node.with_changes(
+                func=node.func.with_changes(attr=cst.Name(new_name)),
+                args=(cst.Arg(cst.SimpleString(f'"{device}"')), *node.args),
+            )
+            if node.args:
+                first = new_call.args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                new_call = new_call.with_changes(args=(first, *new_call.args[1:]))
+            fix = self.make_fix(
+                f"Replace with `torch.{new_name}(\"{device}\", ...)`",
+                [self.context.replace(node, new_call)],
+            )
+        self.report(node, message, fix=fix)

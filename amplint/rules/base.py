@@ -1,0 +1,142 @@
+"""The rule contract: a rule is one small libcst visitor that documents and tests itself.
+
+A rule class carries its published page as its docstring (What it does / Why is this
+bad? / Example / Use instead / Fix safety), its valid and invalid examples, and the
+identifier words its findings need in the file text. The engine batches every enabled
+rule into one traversal of one metadata-wrapped module.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+from libcst.metadata import (
+    ParentNodeProvider,
+    PositionProvider,
+    ProviderT,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from amplint.diagnostics import Applicability, Fix
+
+if TYPE_CHECKING:
+    from amplint.engine.context import FileContext
+
+_CODE = re.compile(r"^AMP\d{3}$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class FixAvailability(str, enum.Enum):
+    NONE = "none"
+    SOMETIMES = "sometimes"
+    ALWAYS = "always"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example the rule must flag; ``fixed`` is the expected result of ``amplint fix``."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False  # the expected fix needs --unsafe-fixes
+    count: int | None = None  # how many diagnostics of this rule, when it matters
+
+
+@dataclass
+class Report:
+    node: cst.CSTNode
+    message: str
+    fix: Fix | None
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every amplint rule; see the module docstring."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # Identifier words (``\\b``-delimited) at least one of which must occur in a file for
+    # the rule to possibly fire; the pre-filter skips files that contain none of them.
+    triggers: ClassVar[frozenset[str]]
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    fix_applicability: ClassVar[Applicability | None] = None
+    default_enabled: ClassVar[bool] = True
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (
+        PositionProvider,
+        ParentNodeProvider,
+        ScopeProvider,
+        QualifiedNameProvider,
+    )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            return
+        for attribute in ("code", "name", "summary", "triggers"):
+            if not hasattr(cls, attribute):
+                raise TypeError(f"rule {cls.__name__} must define {attribute!r}")
+        if not _CODE.match(cls.code):
+            raise TypeError(f"rule {cls.__name__}: code {cls.code!r} is not AMPnnn")
+        if not _NAME.match(cls.name):
+            raise TypeError(f"rule {cls.__name__}: name {cls.name!r} is not kebab-case")
+        if not cls.__doc__ or "## What it does" not in cls.__doc__:
+            raise TypeError(f"rule {cls.code}: its docstring must be its rule page")
+        if (cls.fix_availability is FixAvailability.NONE) != (cls.fix_applicability is None):
+            raise TypeError(f"rule {cls.code}: fix_availability and fix_applicability disagree")
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__()
+        self.context = context
+        self.reports: list[Report] = []
+        self.failure: str | None = None
+        self.failure_summary = ""
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+        self.reports.append(Report(node=node, message=message or self.summary, fix=fix))
+
+    def make_fix(
+        self,
+        message: str,
+        edits: Sequence[Any],
+        *,
+        applicability: Applicability | None = None,
+        isolation: str | None = None,
+    ) -> Fix:
+        chosen = applicability or self.fix_applicability or Applicability.SAFE
+        return Fix(message=message, edits=tuple(edits), applicability=chosen, isolation=isolation)
+
+    # -- error containment -------------------------------------------------------------
+
+    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
+        return {name: self._guarded(method) for name, method in super().get_visitors().items()}
+
+    def _guarded(self, method: Callable[[cst.CSTNode], None]) -> Callable[[cst.CSTNode], None]:
+        @functools.wraps(method)
+        def guarded(node: cst.CSTNode) -> None:
+            if self.failure is not None:
+                return
+            try:
+                method(node)
+            except Exception as error:  # noqa: BLE001 - a rule's bug must not stop the run
+                self.failure = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                self.failure_summary = f"{type(error).__name__}: {error}"
+
+        return guarded
+
+    # -- conveniences shared by rules ---------------------------------------------------
+
+    def qualified_name(self, node: cst.CSTNode) -> str | None:
+        return self.context.names.resolve(node)

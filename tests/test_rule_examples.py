@@ -1,0 +1,69 @@
+"""Every rule's own VALID / INVALID examples and its page's Example / Use instead blocks."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from amplint.api import check_source, fix_source_text
+from amplint.rules import Rule, all_rules
+
+RULES = [rule for rule in all_rules() if rule.INVALID or rule.VALID]
+
+
+def _cases(attribute: str) -> list[tuple[type[Rule], int]]:
+    return [(rule, index) for rule in RULES for index in range(len(getattr(rule, attribute)))]
+
+
+def _id(case: tuple[type[Rule], int]) -> str:
+    return f"{case[0].code}-{case[1]}"
+
+
+@pytest.mark.parametrize("case", _cases("VALID"), ids=_id)
+def test_valid_example_is_silent(case: tuple[type[Rule], int]) -> None:
+    rule, index = case
+    source = rule.VALID[index]
+    found = [d for d in check_source(source, select=["ALL"]) if d.code == rule.code]
+    assert found == [], f"{rule.code} fired on its valid example:\n{source}"
+
+
+@pytest.mark.parametrize("case", _cases("INVALID"), ids=_id)
+def test_invalid_example_fires_and_fixes(case: tuple[type[Rule], int]) -> None:
+    rule, index = case
+    example = rule.INVALID[index]
+    found = [d for d in check_source(example.code, select=[rule.code]) if d.code == rule.code]
+    assert found, f"{rule.code} did not fire on its invalid example:\n{example.code}"
+    if example.count is not None:
+        assert len(found) == example.count
+    report = fix_source_text(example.code, select=[rule.code], unsafe_fixes=example.unsafe)
+    fixed = report.new_text
+    if example.fixed is None:
+        assert fixed == example.code, f"{rule.code} changed an example that declares no fix"
+        return
+    assert fixed == example.fixed
+    ast.parse(fixed)  # the fix re-parses as Python
+    again = fix_source_text(fixed, select=[rule.code], unsafe_fixes=example.unsafe).new_text
+    assert again == fixed, "fixing twice must equal fixing once"
+    if not example.unsafe:
+        safe_only = fix_source_text(example.code, select=[rule.code]).new_text
+        assert safe_only == fixed
+
+
+_BLOCK = re.compile(r"## (Example|Use instead)\s*\n+```python\n(.*?)```", re.DOTALL)
+
+
+def _page_blocks(rule: type[Rule]) -> dict[str, str]:
+    import inspect
+
+    page = inspect.cleandoc(rule.__doc__ or "")
+    return {title: body for title, body in _BLOCK.findall(page)}
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if _page_blocks(r)], ids=lambda r: r.code)
+def test_rule_page_examples(rule: type[Rule]) -> None:
+    blocks = _page_blocks(rule)
+    assert "Example" in blocks and "Use instead" in blocks
+    assert any(d.code == rule.code for d in check_source(blocks["Example"], select=[rule.code]))
+    assert not any(d.code == rule.code for d in check_source(blocks["Use instead"], select=[rule.code]))
