@@ -66,9 +66,12 @@ def subtree_uses(context: FileContext, tree: cst.CSTNode, is_replacement: Callab
 def in_compat_fallback(context: FileContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
     child = node
     for ancestor in ancestors(context, node):
-        if isinstance(ancestor, cst.Try) and child in ancestor.handlers:
-            if subtree_uses(context, ancestor.body, is_replacement):
-                return True
+        if (
+            isinstance(ancestor, cst.Try)
+            and child in ancestor.handlers
+            and subtree_uses(context, ancestor.body, is_replacement)
+        ):
+            return True
         elif isinstance(ancestor, (cst.If, cst.IfExp)):
             sibling: cst.CSTNode | None = None
             if child is ancestor.body:

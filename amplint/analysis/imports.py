@@ -120,7 +120,7 @@ def add_import(context: FileContext, statement: str, *, position: str = "first")
     """
     body = list(context.module.body)
     index = 0
-    while index < len(body) and (_is_docstring(body[index]) and index == 0 or _is_future_import(body[index])):
+    while index < len(body) and ((_is_docstring(body[index]) and index == 0) or _is_future_import(body[index])):
         index += 1
     anchor = index
     if anchor < len(body) and _is_import(body[anchor]) and position == "last":

@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, QualifiedName, QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata import (
+    MetadataWrapper,
+    QualifiedName,
+    QualifiedNameProvider,
+    QualifiedNameSource,
+)
 
 _EXTERNAL = (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
 

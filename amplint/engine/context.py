@@ -39,6 +39,22 @@ class FileContext:
         return FileAnalysis(self)
 
     @functools.cached_property
+    def _noqa(self) -> dict[int, frozenset[str]]:
+        from amplint.engine.noqa import noqa_lines
+
+        return noqa_lines(self.text)
+
+    def is_suppressed(self, code: str, node: cst.CSTNode) -> bool:
+        """Will a diagnostic of ``code`` reported at ``node`` be silenced by ``# noqa``?
+
+        Fixes that must change several places together (a use and its import) check
+        this, so that a suppressed use never loses the import it relies on.
+        """
+        from amplint.engine.noqa import is_suppressed
+
+        return is_suppressed(code, self.range_of(node).start.line, self._noqa)
+
+    @functools.cached_property
     def _positions(self) -> dict[cst.CSTNode, CodeRange]:
         return dict(self.wrapper.resolve(PositionProvider))
 

@@ -1,0 +1,706 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import ImportAssignment, ParentNodeProvider, ScopeProvider
+
+from amplint.analysis.compat import in_compat_fallback
+from amplint.analysis.imports import add_import, module_binding, name_is_free
+from amplint.diagnostics import Applicability, Edit
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+NAMESPACES = ("torch.cuda.amp", "torch.cpu.amp")
+# Submodules referenced as modules, and members PyTorch does not deprecate.
+SILENT_MEMBERS = frozenset({"autocast_mode", "grad_scaler", "common", "amp_definitely_not_available"})
+DEPRECATED_MODULES = frozenset(
+    f"{namespace}{suffix}" for namespace in NAMESPACES for suffix in ("", ".autocast_mode", ".grad_scaler")
+)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    kind: str  # autocast | GradScaler | custom_fwd | custom_bwd
+    device: str  # the device type the deprecated spelling implied
+
+
+SYMBOLS: dict[str, Symbol] = {}
+for _device in ("cuda", "cpu"):
+    for _path in ("autocast", "autocast_mode.autocast"):
+        SYMBOLS[f"torch.{_device}.amp.{_path}"] = Symbol("autocast", _device)
+    for _path in ("GradScaler", "grad_scaler.GradScaler"):
+        SYMBOLS[f"torch.{_device}.amp.{_path}"] = Symbol("GradScaler", _device)
+for _kind in ("custom_fwd", "custom_bwd"):
+    for _path in (_kind, f"autocast_mode.{_kind}"):
+        SYMBOLS[f"torch.cuda.amp.{_path}"] = Symbol(_kind, "cuda")
+
+# Old positional order of torch.{cuda,cpu}.amp.autocast(enabled, dtype, cache_enabled).
+AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+
+
+def is_amp_replacement(name: str) -> bool:
+    return name == "torch.amp" or name.startswith("torch.amp.") or name == "torch.autocast"
+
+
+def _namespace_member(qualified: str) -> tuple[str, str] | None:
+    for namespace in NAMESPACES:
+        if qualified.startswith(namespace + "."):
+            return namespace, qualified[len(namespace) + 1 :]
+    return None
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    """The name an import alias binds (``import a.b`` binds ``a``)."""
+    return alias.evaluated_alias or alias.evaluated_name.split(".")[0]
+
+
+def _string(value: str) -> cst.SimpleString:
+    return cst.SimpleString(f'"{value}"')
+
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+    )
+
+
+def _with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
+    result: list[cst.Arg] = []
+    for index, arg in enumerate(args):
+        if index < len(args) - 1 and not isinstance(arg.comma, cst.Comma):
+            arg = arg.with_changes(comma=_COMMA)
+        result.append(arg)
+    return result
+
+
+@dataclass
+class Plan:
+    """What to report for one deprecated reference, and how to fix it (edits None: no fix)."""
+
+    node: cst.CSTNode
+    message: str
+    fix_message: str = ""
+    edits: list[Edit] | None = None
+    isolation: str | None = None
+
+
+class DeprecatedAmpNamespace(Rule):
+    """## What it does
+    Flags every use of the `torch.cuda.amp` and `torch.cpu.amp` APIs that PyTorch 2.4
+    deprecated: `autocast`, `GradScaler`, `custom_fwd` and `custom_bwd` — called, used
+    as decorators, passed around as values, used as types, or imported by name — in any
+    spelling (`import torch as th`, `from torch.cuda import amp`,
+    `import torch.cuda.amp as amp`, `from torch.cuda.amp import autocast as ac`).
+    Other members of those namespaces used as values (`torch.cuda.amp.autocast_mode._cast`)
+    are flagged without a fix.
+
+    Not flagged: module imports themselves (`from torch.cuda import amp`: their uses are
+    flagged), assignments to these names (monkeypatching), `torch.cuda.amp.common`
+    (not deprecated), names shadowed by a local binding or bound differently on
+    different paths, and compatibility fallbacks: an `except` clause whose `try` uses
+    `torch.amp`, or an `if`/`else` branch whose sibling does.
+
+    ## Why is this bad?
+    Every call emits a `FutureWarning`, and the namespaces are slated for removal. The
+    replacements in `torch.amp` take the device type as an argument, which is what
+    makes mixed-precision code portable. Migrating by hand is error-prone: the old
+    `autocast(enabled, dtype, cache_enabled)` and the new
+    `autocast(device_type, dtype, enabled, cache_enabled)` differ in positional order,
+    so `torch.cuda.amp.autocast(True)` is *not* `torch.amp.autocast("cuda", True)`
+    (that passes `True` as the dtype); and `torch.amp.GradScaler()` defaults to
+    `"cuda"` even where the old code used `torch.cpu.amp.GradScaler`.
+
+    ## Example
+    ```python
+    import torch
+
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(True, torch.bfloat16):
+        pass
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", enabled=True, dtype=torch.bfloat16):
+        pass
+    ```
+
+    ## Fix safety
+    Safe: each rewrite constructs an object with exactly the same settings.
+    - autocast calls: the device type is inserted and every old positional argument
+      becomes its keyword; a call with `*args` is flagged without a fix.
+    - `GradScaler(...)` → `torch.amp.GradScaler("cuda"|"cpu", <same arguments>)`.
+    - `custom_fwd`/`custom_bwd`, bare or called → `torch.amp.custom_fwd(device_type="cuda", ...)`
+      (a function passed positionally stays positional).
+    - references used as values → `functools.partial(torch.amp.autocast, "cuda")` (a
+      `functools.partial` of the old name gets its arguments merged instead).
+    - references used as types (`isinstance`, annotations, `except`) → the `torch.amp`
+      class; a base class is not rewritten.
+    - `from torch.cuda.amp import X` is removed once every use of `X` is rewritten (a use
+      silenced with `# noqa` keeps it), as is a module alias such as
+      `import torch.cuda.amp as amp`; `import torch` / `import functools` are added once
+      when needed. If `torch` is bound to something else, no fix is offered.
+    """
+
+    code = "AMP001"
+    name = "deprecated-amp-namespace"
+    summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
+    triggers = frozenset({"amp"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        "import torch\nwith torch.amp.autocast('cuda'):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",
+        "import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    pass\n",
+        "from torch.cuda import amp\n",
+        "import torch.cuda.amp as amp\n",
+        "import torch\ntorch.cuda.amp.autocast = None\n",
+        "import torch\nok = torch.cuda.amp.common.amp_definitely_not_available()\n",
+        (
+            "try:\n    from torch.amp import custom_fwd\n"
+            "except ImportError:\n    from torch.cuda.amp import custom_fwd\n\n"
+            "@custom_fwd\ndef f(x):\n    return x\n"
+        ),
+        (
+            "import torch\n"
+            "if hasattr(torch.amp, 'GradScaler'):\n    scaler = torch.amp.GradScaler('cuda')\n"
+            "else:\n    scaler = torch.cuda.amp.GradScaler()\n"
+        ),
+        "import torch\n\ndef f(torch):\n    return torch.cuda.amp.autocast()\n",
+        "import torch\n\ndef f(autocast):\n    with autocast():\n        pass\n",
+        "import torch\ns = 'torch.cuda.amp.autocast()'  # torch.cuda.amp.GradScaler()\n",
+        "import torch\nx = torch.cuda.amp\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
+            fixed='import torch\nwith torch.amp.autocast("cuda", enabled=True):\n    pass\n',
+        ),
+        Invalid(
+            "import torch\nwith torch.cpu.amp.autocast(False, torch.bfloat16, True):\n    pass\n",
+            fixed=(
+                "import torch\nwith torch.amp.autocast(\"cpu\", enabled=False, dtype=torch.bfloat16, "
+                "cache_enabled=True):\n    pass\n"
+            ),
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(dtype=torch.float16, enabled=use_amp):\n    pass\n",
+            fixed=(
+                'import torch\nwith torch.amp.autocast("cuda", dtype=torch.float16, enabled=use_amp):\n'
+                "    pass\n"
+            ),
+        ),
+        Invalid(
+            "import torch\nargs = (True,)\nwith torch.cuda.amp.autocast(*args):\n    pass\n",
+            fixed=None,
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**10, enabled=True)\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=True)\n',
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cpu.amp.GradScaler()\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cpu")\n',
+        ),
+        Invalid(
+            "import torch as th\nscaler = th.cuda.amp.GradScaler()\n",
+            fixed='import torch as th\nscaler = th.amp.GradScaler("cuda")\n',
+        ),
+        Invalid(
+            "from torch.cuda.amp import autocast, GradScaler\n\n"
+            "scaler = GradScaler()\nwith autocast():\n    pass\n",
+            fixed=(
+                "import torch\n\n"
+                'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda"):\n    pass\n'
+            ),
+            count=3,
+        ),
+        Invalid(
+            "import os\nfrom torch.cuda.amp import autocast as ac\n\nwith ac(enabled=False):\n    pass\n",
+            fixed='import os\nimport torch\n\nwith torch.amp.autocast("cuda", enabled=False):\n    pass\n',
+        ),
+        Invalid(
+            "import torch.cuda.amp as amp\n\nwith amp.autocast():\n    pass\n",
+            fixed='import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n',
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda import amp\n\nscaler = amp.GradScaler(enabled=True)\n",
+            fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda", enabled=True)\n',
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import custom_fwd, custom_bwd\n\n"
+            "class F(torch.autograd.Function):\n"
+            "    @staticmethod\n    @custom_fwd\n    def forward(ctx, x):\n        return x\n\n"
+            "    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n",
+            fixed=(
+                "import torch\n\n"
+                "class F(torch.autograd.Function):\n"
+                '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'
+                "    def forward(ctx, x):\n        return x\n\n"
+                '    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
+                "    def backward(ctx, g):\n        return g\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n    return x\n",
+            fixed=(
+                "import torch\n\n"
+                '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
+                "def f(x):\n    return x\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\ndef f(x):\n    return x\n\ng = torch.cuda.amp.custom_fwd(f)\n",
+            fixed=(
+                "import torch\n\ndef f(x):\n    return x\n\n"
+                'g = torch.amp.custom_fwd(f, device_type="cuda")\n'
+            ),
+        ),
+        Invalid(
+            "import contextlib\nimport torch\n\n"
+            "ctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
+            fixed=(
+                "import functools\nimport contextlib\nimport torch\n\n"
+                'ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext\n'
+            ),
+        ),
+        Invalid(
+            "import functools\nimport torch\n\n"
+            "ctx = functools.partial(torch.cuda.amp.autocast, True, dtype=torch.bfloat16)\n",
+            fixed=(
+                "import functools\nimport torch\n\n"
+                'ctx = functools.partial(torch.amp.autocast, "cuda", enabled=True, dtype=torch.bfloat16)\n'
+            ),
+        ),
+        Invalid(
+            "import torch\n\ndef save(s: torch.cuda.amp.GradScaler) -> None:\n"
+            "    assert isinstance(s, (torch.cuda.amp.GradScaler, int))\n",
+            fixed=(
+                "import torch\n\ndef save(s: torch.amp.GradScaler) -> None:\n"
+                "    assert isinstance(s, (torch.amp.GradScaler, int))\n"
+            ),
+            count=2,
+        ),
+        Invalid(
+            "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
+            fixed=None,
+        ),
+        Invalid(
+            "import torch\nf = torch.cuda.amp.autocast_mode._cast\n",
+            fixed=None,
+        ),
+        Invalid(
+            "import torch\nac = getattr(torch.cuda.amp, 'autocast')\n",
+            fixed=None,
+        ),
+        Invalid(
+            # A use silenced with noqa keeps the import it needs.
+            "from torch.cuda.amp import autocast\n\n"
+            "with autocast():  # noqa: AMP001\n    pass\nwith autocast(True):\n    pass\n",
+            fixed=(
+                "import torch\nfrom torch.cuda.amp import autocast\n\n"
+                "with autocast():  # noqa: AMP001\n    pass\n"
+                'with torch.amp.autocast("cuda", enabled=True):\n    pass\n'
+            ),
+            count=2,
+        ),
+        Invalid(
+            # Shadowed by a parameter: only the (now unused) import is deprecated, and it goes.
+            "from torch.cuda.amp import autocast\n\ndef f(autocast):\n    with autocast():\n        pass\n",
+            fixed="\ndef f(autocast):\n    with autocast():\n        pass\n",
+            count=1,
+        ),
+        Invalid(
+            "torch = 'not the module'\nfrom torch.cuda.amp import GradScaler\ns = GradScaler()\n",
+            fixed=None,
+            count=2,
+        ),
+    )
+
+    METADATA_DEPENDENCIES = Rule.METADATA_DEPENDENCIES
+
+    def __init__(self, context: object) -> None:
+        super().__init__(context)  # type: ignore[arg-type]
+        self._import_depth = 0
+
+    # -- traversal ------------------------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._import_depth += 1
+
+    def leave_Import(self, original_node: cst.Import) -> None:
+        self._import_depth -= 1
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self._import_depth += 1
+        self._check_import_from(node)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
+        self._import_depth -= 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check_reference(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check_reference(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # getattr(torch.cuda.amp, "autocast"): a deprecated member fetched by name.
+        if self.qualified_name(node.func) != "getattr" or len(node.args) < 2:
+            return
+        target, attribute = node.args[0].value, node.args[1].value
+        if self.qualified_name(target) in NAMESPACES and isinstance(attribute, cst.SimpleString):
+            member = attribute.evaluated_value
+            if isinstance(member, str) and member not in SILENT_MEMBERS and not self._in_compat(node):
+                namespace = self.qualified_name(target)
+                self.report(node, f"`{namespace}.{member}` is deprecated; use `torch.amp.{member}`")
+
+    # -- references ------------------------------------------------------------------------
+
+    def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.get_metadata(ParentNodeProvider, node, None)
+
+    def _in_compat(self, node: cst.CSTNode) -> bool:
+        return in_compat_fallback(self.context, node, is_amp_replacement)
+
+    def _check_reference(self, node: cst.Name | cst.Attribute) -> None:
+        if self._import_depth:
+            return
+        parent = self._parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # only the outermost name of a dotted chain denotes the symbol
+        plan = self._plan(node)
+        if plan is not None:
+            fix = None
+            if plan.edits is not None:
+                fix = self.make_fix(plan.fix_message, plan.edits, isolation=plan.isolation)
+            self.report(plan.node, plan.message, fix=fix)
+
+    def _plan(self, node: cst.Name | cst.Attribute) -> Plan | None:
+        qualified = self.qualified_name(node)
+        if qualified is None:
+            return None
+        split = _namespace_member(qualified)
+        if split is None:
+            return None
+        namespace, member = split
+        if qualified not in SYMBOLS and (member in SILENT_MEMBERS or member.startswith("common.")):
+            return None
+        if self._is_assignment_target(node) or self._in_compat(node):
+            return None
+        symbol = SYMBOLS.get(qualified)
+        if symbol is None:
+            return Plan(node, f"`{qualified}` belongs to the deprecated `{namespace}` namespace")
+        return self._plan_symbol(node, qualified, symbol)
+
+    def _is_assignment_target(self, node: cst.CSTNode) -> bool:
+        parent = self._parent(node)
+        if isinstance(parent, (cst.AssignTarget, cst.Del)):
+            return True
+        return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node
+
+    def _plan_symbol(self, node: cst.Name | cst.Attribute, qualified: str, symbol: Symbol) -> Plan:
+        new_name = f"torch.amp.{symbol.kind}"
+        parent = self._parent(node)
+        grandparent = self._parent(parent) if parent is not None else None
+        plan = Plan(node, f"`{qualified}` is deprecated; use `{new_name}`")
+        torch = self._torch_name(node)
+        if torch is None:
+            return plan
+        torch_name, torch_edits = torch
+        new_func = cst.parse_expression(f"{torch_name}.amp.{symbol.kind}")
+
+        if isinstance(parent, cst.Call) and parent.func is node:
+            new_call = self._new_call(parent, symbol, new_func)
+            plan.node = parent
+            plan.message = f"`{qualified}(...)` is deprecated; use `{self._call_hint(symbol)}`"
+            if new_call is not None:
+                plan.fix_message = f"Replace with `{self._call_hint(symbol)}`"
+                plan.edits = [self.context.replace(parent, new_call), *torch_edits]
+        elif isinstance(parent, cst.Decorator) and parent.decorator is node:
+            if symbol.kind in ("custom_fwd", "custom_bwd"):
+                replacement = f'{torch_name}.amp.{symbol.kind}(device_type="{symbol.device}")'
+                plan.fix_message = f"Replace with `{replacement}`"
+                plan.edits = [self.context.replace(node, replacement), *torch_edits]
+        elif self._is_base_class(parent, grandparent):
+            plan.message += " (subclassing it: migrate the base class by hand)"
+        elif self._is_type_use(node):
+            if symbol.kind in ("autocast", "GradScaler"):
+                plan.fix_message = f"Replace with `{new_name}`"
+                plan.edits = [self.context.replace(node, new_func), *torch_edits]
+        else:
+            self._plan_value(node, symbol, new_func, plan, torch_edits)
+        if plan.edits is not None:
+            plan.isolation, extra = self._binding_cleanup(node)
+            plan.edits.extend(extra)
+        return plan
+
+    @staticmethod
+    def _call_hint(symbol: Symbol) -> str:
+        if symbol.kind in ("custom_fwd", "custom_bwd"):
+            return f'torch.amp.{symbol.kind}(device_type="{symbol.device}", ...)'
+        return f'torch.amp.{symbol.kind}("{symbol.device}", ...)'
+
+    def _plan_value(
+        self,
+        node: cst.CSTNode,
+        symbol: Symbol,
+        new_func: cst.BaseExpression,
+        plan: Plan,
+        torch_edits: list[Edit],
+    ) -> None:
+        parent = self._parent(node)
+        call = self._parent(parent) if isinstance(parent, cst.Arg) else None
+        functools_name: str | None
+        if (
+            isinstance(call, cst.Call)
+            and call.args
+            and call.args[0] is parent
+            and parent.keyword is None  # type: ignore[union-attr]
+            and self.qualified_name(call.func) == "functools.partial"
+        ):
+            merged = self._new_call(call.with_changes(args=call.args[1:]), symbol, new_func, keep_func=True)
+            if merged is not None:
+                first = call.args[0].with_changes(value=new_func)
+                new_partial = call.with_changes(args=_with_commas([first, *merged.args]))
+                plan.fix_message = "Merge the arguments into `functools.partial(torch.amp....)`"
+                plan.edits = [self.context.replace(call, new_partial), *torch_edits]
+            return
+        binding = self._module_name(node, "functools")
+        if binding is None:
+            return
+        functools_name, functools_edits = binding
+        device = f'"{symbol.device}"' if symbol.kind in ("autocast", "GradScaler") else f'device_type="{symbol.device}"'
+        replacement = f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
+        plan.fix_message = f"Replace with `{replacement}`"
+        plan.edits = [self.context.replace(node, replacement), *torch_edits, *functools_edits]
+
+    def _new_call(
+        self, call: cst.Call, symbol: Symbol, new_func: cst.BaseExpression, keep_func: bool = False
+    ) -> cst.Call | None:
+        args = list(call.args)
+        if any(arg.star == "*" for arg in args):
+            return None
+        positional = [arg for arg in args if arg.keyword is None and not arg.star]
+        rest = [arg for arg in args if arg.keyword is not None or arg.star == "**"]
+        keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
+        new_args: list[cst.Arg]
+        if symbol.kind == "autocast":
+            if len(positional) > len(AUTOCAST_POSITIONAL) or "device_type" in keywords:
+                return None
+            converted = []
+            for name, arg in zip(AUTOCAST_POSITIONAL, positional, strict=False):
+                if name in keywords:
+                    return None
+                converted.append(
+                    arg.with_changes(
+                        keyword=cst.Name(name),
+                        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+                    )
+                )
+            new_args = [cst.Arg(_string(symbol.device)), *converted, *rest]
+        elif symbol.kind == "GradScaler":
+            if "device" in keywords:
+                return None
+            new_args = [cst.Arg(_string(symbol.device)), *args]
+        else:
+            if "device_type" in keywords:
+                return None
+            new_args = [*positional, _keyword_arg("device_type", _string(symbol.device)), *rest]
+        func = call.func if keep_func else new_func
+        return call.with_changes(func=func, args=_with_commas(new_args))
+
+    def _is_base_class(self, parent: cst.CSTNode | None, grandparent: cst.CSTNode | None) -> bool:
+        return isinstance(parent, cst.Arg) and isinstance(grandparent, cst.ClassDef) and parent in grandparent.bases
+
+    def _is_type_use(self, node: cst.CSTNode) -> bool:
+        child: cst.CSTNode = node
+        parent = self._parent(node)
+        while parent is not None:
+            if isinstance(parent, cst.Annotation):
+                return True
+            if isinstance(parent, cst.ExceptHandler):
+                return parent.type is child
+            if isinstance(parent, (cst.Tuple, cst.Element, cst.Subscript, cst.SubscriptElement, cst.Index)):
+                child, parent = parent, self._parent(parent)
+                continue
+            if isinstance(parent, cst.Arg):
+                call = self._parent(parent)
+                return (
+                    isinstance(call, cst.Call)
+                    and len(call.args) == 2
+                    and call.args[1] is parent
+                    and self.qualified_name(call.func) in ("isinstance", "issubclass")
+                )
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            return False
+        return False
+
+    # -- names the fix emits ------------------------------------------------------------------
+
+    def _torch_name(self, node: cst.CSTNode) -> tuple[str, list[Edit]] | None:
+        bound = self._module_name(node, "torch")
+        if bound is None or not bound[1]:
+            return bound
+        # Bind torch where the deprecated import stood, so the import block stays in order.
+        statement = self._binding_import(node)
+        line = self._parent(statement) if statement is not None else None
+        if line is not None and line in self.context.module.body:
+            start = self.context.line_start(self.context.span(line)[0])
+            return "torch", [self.context.insert(start, "import torch" + self.context.source.newline)]
+        return bound
+
+    def _binding_import(self, node: cst.CSTNode) -> cst.Import | cst.ImportFrom | None:
+        """The import statement that binds the root name of ``node``, if that is certain."""
+        assignment = self._binding_assignment(node)
+        statement = assignment.node if assignment is not None else None
+        return statement if isinstance(statement, (cst.Import, cst.ImportFrom)) else None
+
+    def _binding_assignment(self, node: cst.CSTNode) -> ImportAssignment | None:
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return None
+        scope = self.context.wrapper.resolve(ScopeProvider).get(root)
+        assignments = list(scope[root.value]) if scope is not None else []
+        if len(assignments) != 1 or not isinstance(assignments[0], ImportAssignment):
+            return None
+        return assignments[0]
+
+    def _module_name(self, node: cst.CSTNode, module: str) -> tuple[str, list[Edit]] | None:
+        bound = module_binding(self.context, module, at=node)
+        if bound is not None:
+            return bound, []
+        if name_is_free(self.context, module, node):
+            return module, [add_import(self.context, f"import {module}")]
+        return None
+
+    def _binding_cleanup(self, node: cst.CSTNode) -> tuple[str | None, list[Edit]]:
+        """Isolation key and import-removal edits for the import that binds this reference."""
+        assignment = self._binding_assignment(node)
+        statement = assignment.node if assignment is not None else None
+        if assignment is None or not isinstance(statement, (cst.Import, cst.ImportFrom)):
+            return None, []
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        bound_name = cst.ensure_type(root, cst.Name).value
+        key = f"{self.code}:import@{self.context.span(statement)[0]}"
+        if isinstance(statement, cst.ImportFrom) and self._deprecated_import_module(statement) in DEPRECATED_MODULES:
+            return key, []  # the import's own diagnostic carries its removal
+        if self._imports_deprecated_module(statement, bound_name) and self._all_uses_fixable(assignment):
+            removal = self._remove_aliases(statement, {bound_name})
+            return key, [removal] if removal is not None else []
+        return key, []
+
+    def _deprecated_import_module(self, node: cst.ImportFrom) -> str | None:
+        if node.relative or node.module is None:
+            return None
+        return cst.helpers.get_full_name_for_node(node.module)
+
+    def _imports_deprecated_module(self, statement: cst.CSTNode, bound_name: str) -> bool:
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                full = cst.helpers.get_full_name_for_node(alias.name)
+                if alias.asname is not None and full in DEPRECATED_MODULES:
+                    return cst.ensure_type(alias.asname.name, cst.Name).value == bound_name
+            return False
+        if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar):
+            module = self._deprecated_import_module(statement)
+            for alias in statement.names:
+                full = f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}"
+                if full in DEPRECATED_MODULES and _bound_name(alias) == bound_name:
+                    return True
+        return False
+
+    def _all_uses_fixable(self, assignment: ImportAssignment) -> bool:
+        if not assignment.references:
+            return False
+        for access in assignment.references:
+            use = access.node
+            if not isinstance(use, cst.Name):
+                return False
+            outer: cst.CSTNode = use
+            parent = self._parent(outer)
+            while isinstance(parent, cst.Attribute) and parent.value is outer:
+                outer, parent = parent, self._parent(parent)
+            if not isinstance(outer, (cst.Name, cst.Attribute)):
+                return False
+            qualified = self.qualified_name(outer)
+            symbol = SYMBOLS.get(qualified or "")
+            if symbol is None or self._in_compat(outer):
+                return False
+            plan = self._plan_symbol_without_cleanup(outer, qualified or "", symbol)
+            if plan.edits is None or self.context.is_suppressed(self.code, plan.node):
+                return False
+        return True
+
+    def _plan_symbol_without_cleanup(self, node: cst.Name | cst.Attribute, qualified: str, symbol: Symbol) -> Plan:
+        saved = self._binding_cleanup
+        self._binding_cleanup = lambda _node: (None, [])  # type: ignore[method-assign]
+        try:
+            return self._plan_symbol(node, qualified, symbol)
+        finally:
+            self._binding_cleanup = saved  # type: ignore[method-assign]
+
+    def _remove_aliases(self, statement: cst.Import | cst.ImportFrom, names: set[str]) -> Edit | None:
+        """Delete the aliases binding ``names`` from an import (the whole line if none is left)."""
+        line = self._parent(statement)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        assert not isinstance(statement.names, cst.ImportStar)
+        kept = [alias for alias in statement.names if _bound_name(alias) not in names]
+        if not kept:
+            block = self._parent(line)
+            if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
+                return self.context.replace(statement, "pass")
+            return self.context.delete_lines(line)
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new = statement.with_changes(names=kept, semicolon=cst.MaybeSentinel.DEFAULT)
+        return self.context.edit(*self.context.span(statement), self.context.module.code_for_node(new))
+
+    # -- from torch.cuda.amp import ... ------------------------------------------------------------
+
+    def _check_import_from(self, node: cst.ImportFrom) -> None:
+        module = self._deprecated_import_module(node)
+        if module not in DEPRECATED_MODULES or self._in_compat(node):
+            return
+        if isinstance(node.names, cst.ImportStar):
+            self.report(node, f"`from {module} import *` imports deprecated AMP APIs; use `torch.amp`")
+            return
+        deprecated = [
+            alias for alias in node.names if f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}" in SYMBOLS
+        ]
+        if not deprecated:
+            return
+        listed = ", ".join(f"`{module}.{alias.evaluated_name}`" for alias in deprecated)
+        message = f"{listed} {'is' if len(deprecated) == 1 else 'are'} deprecated; use `torch.amp`"
+        scope = self.get_metadata(ScopeProvider, node, None)
+        removable: list[str] = []
+        for alias in deprecated:
+            local = _bound_name(alias)
+            assignments = [a for a in (scope[local] if scope else ()) if isinstance(a, ImportAssignment) and a.node is node]
+            if len(assignments) == 1 and (not assignments[0].references or self._all_uses_fixable(assignments[0])):
+                removable.append(local)
+        fix = None
+        if len(removable) == len(deprecated):
+            edit = self._remove_aliases(node, set(removable))
+            if edit is not None:
+                fix = self.make_fix(
+                    "Remove the deprecated import (its uses are rewritten to `torch.amp`)",
+                    [edit],
+                    isolation=f"{self.code}:import@{self.context.span(node)[0]}",
+                )
+        self.report(node, message, fix=fix)
