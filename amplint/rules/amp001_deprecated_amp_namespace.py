@@ -143,7 +143,9 @@ class DeprecatedAmpNamespace(Rule):
     - `custom_fwd`/`custom_bwd`, bare or called → `torch.amp.custom_fwd(device_type="cuda", ...)`
       (a function passed positionally stays positional).
     - references used as values → `functools.partial(torch.amp.autocast, "cuda")` (a
-      `functools.partial` of the old name gets its arguments merged instead).
+      `functools.partial` of the old name gets its arguments merged instead). When the
+      value is bound to a name that this file calls with positional arguments, no fix
+      is offered: through the partial, `f(True)` would pass `True` as the dtype.
     - references used as types (`isinstance`, annotations, `except`) → the `torch.amp`
       class; a base class is not rewritten.
     - `from torch.cuda.amp import X` is removed once every use of `X` is rewritten (a use
@@ -290,6 +292,10 @@ class DeprecatedAmpNamespace(Rule):
                 "    assert isinstance(s, (torch.amp.GradScaler, int))\n"
             ),
             count=2,
+        ),
+        Invalid(
+            "import torch\nfactory = torch.cuda.amp.autocast\nwith factory(True):\n    pass\n",
+            fixed=None,
         ),
         Invalid(
             "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
@@ -476,6 +482,9 @@ class DeprecatedAmpNamespace(Rule):
                 plan.fix_message = "Merge the arguments into `functools.partial(torch.amp....)`"
                 plan.edits = [self.context.replace(call, new_partial), *torch_edits]
             return
+        if self._alias_called_positionally(node):
+            plan.message += " (its alias is called with positional arguments, which mean other parameters in `torch.amp`: migrate by hand)"
+            return
         binding = self._module_name(node, "functools")
         if binding is None:
             return
@@ -484,6 +493,31 @@ class DeprecatedAmpNamespace(Rule):
         replacement = f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
         plan.fix_message = f"Replace with `{replacement}`"
         plan.edits = [self.context.replace(node, replacement), *torch_edits, *functools_edits]
+
+    def _alias_called_positionally(self, node: cst.CSTNode) -> bool:
+        """Is the value bound to a name that this file calls with positional arguments?
+
+        ``f = torch.cuda.amp.autocast; f(True)`` would become ``autocast("cuda", True)``
+        through a ``partial``, passing True as the dtype.
+        """
+        child: cst.CSTNode = node
+        parent = self._parent(node)
+        while isinstance(parent, (cst.IfExp, cst.BooleanOperation)):
+            child, parent = parent, self._parent(parent)
+        if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not child:
+            return False
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        scope = self.get_metadata(ScopeProvider, parent, None)
+        for target in targets:
+            if not isinstance(target, cst.Name):
+                return True  # an attribute or tuple target escapes this analysis
+            for assignment in scope[target.value] if scope is not None else ():
+                for access in assignment.references:
+                    call = self._parent(access.node)
+                    if isinstance(call, cst.Call) and call.func is access.node:
+                        if any(arg.keyword is None and arg.star != "**" for arg in call.args):
+                            return True
+        return False
 
     def _new_call(
         self, call: cst.Call, symbol: Symbol, new_func: cst.BaseExpression, keep_func: bool = False
