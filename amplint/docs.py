@@ -1,0 +1,81 @@
+"""Rule pages and the README rule table, generated from the rule classes.
+
+A rule's docstring is its page, so ``amplint rule CODE``, ``rules/CODE.md`` and the
+README cannot drift from the code: ``python -m amplint.docs`` rewrites the files and a
+test fails when they are stale.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from pathlib import Path
+
+from amplint.rules import all_rules
+from amplint.rules.base import FixAvailability, Rule
+
+PAGES_URL = "https://github.com/amplint/amplint/blob/main/rules"
+TABLE_START = "<!-- rules-table:start -->"
+TABLE_END = "<!-- rules-table:end -->"
+
+_FIX_TEXT = {
+    FixAvailability.NONE: "no fix",
+    FixAvailability.SOMETIMES: "fix sometimes available",
+    FixAvailability.ALWAYS: "fix always available",
+}
+
+
+def rule_url(code: str) -> str:
+    return f"{PAGES_URL}/{code}.md"
+
+
+def fix_label(rule: type[Rule]) -> str:
+    if rule.fix_availability is FixAvailability.NONE or rule.fix_applicability is None:
+        return "no fix"
+    return f"{_FIX_TEXT[rule.fix_availability]} ({rule.fix_applicability.value})"
+
+
+def render_rule_page(rule: type[Rule]) -> str:
+    body = inspect.cleandoc(rule.__doc__ or "")
+    facts = [f"Derived from the **amplint** linter. {fix_label(rule).capitalize()}."]
+    if not rule.default_enabled:
+        facts.append("Off by default: enable it with `--select " + rule.code + "` or `extend-select`.")
+    return f"# {rule.name} ({rule.code})\n\n" + "\n".join(facts) + "\n\n" + body + "\n"
+
+
+def render_rule_table() -> str:
+    lines = ["| Code | Name | Summary | Fix | Default |", "| --- | --- | --- | --- | --- |"]
+    for rule in all_rules():
+        summary = rule.summary.replace("|", "\\|")
+        default = "on" if rule.default_enabled else "off"
+        lines.append(f"| [{rule.code}](rules/{rule.code}.md) | {rule.name} | {summary} | {fix_label(rule)} | {default} |")
+    return "\n".join(lines)
+
+
+def replace_table(readme: str, table: str) -> str:
+    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.DOTALL)
+    if not pattern.search(readme):
+        raise ValueError("README has no rule-table markers")
+    return pattern.sub(lambda _: f"{TABLE_START}\n{table}\n{TABLE_END}", readme)
+
+
+def expected_files(root: Path) -> dict[Path, str]:
+    files = {root / "rules" / f"{rule.code}.md": render_rule_page(rule) for rule in all_rules()}
+    readme = root / "README.md"
+    files[readme] = replace_table(readme.read_text(encoding="utf-8"), render_rule_table())
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = Path(argv[0] if argv else ".")
+    (root / "rules").mkdir(exist_ok=True)
+    for path, content in expected_files(root).items():
+        if not path.exists() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
