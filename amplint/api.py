@@ -44,7 +44,13 @@ def fix_source_text(
     return process_source(path, data, job)
 
 
-def fix_text(text: str, path: str = "<string>", *, select: Sequence[str] | None = None, unsafe_fixes: bool = False) -> str:
+def fix_text(
+    text: str,
+    path: str = "<string>",
+    *,
+    select: Sequence[str] | None = None,
+    unsafe_fixes: bool = False,
+) -> str:
     """The fixed text (the input itself when nothing applies)."""
     return fix_source_text(text, path, select=select, unsafe_fixes=unsafe_fixes).new_text or text
 

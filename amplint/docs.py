@@ -40,7 +40,9 @@ def render_rule_page(rule: type[Rule]) -> str:
     body = inspect.cleandoc(rule.__doc__ or "")
     facts = [f"Derived from the **amplint** linter. {fix_label(rule).capitalize()}."]
     if not rule.default_enabled:
-        facts.append("Off by default: enable it with `--select " + rule.code + "` or `extend-select`.")
+        facts.append(
+            "Off by default: enable it with `--select " + rule.code + "` or `extend-select`."
+        )
     return f"# {rule.name} ({rule.code})\n\n" + "\n".join(facts) + "\n\n" + body + "\n"
 
 
@@ -49,7 +51,9 @@ def render_rule_table() -> str:
     for rule in all_rules():
         summary = rule.summary.replace("|", "\\|")
         default = "on" if rule.default_enabled else "off"
-        lines.append(f"| [{rule.code}](rules/{rule.code}.md) | {rule.name} | {summary} | {fix_label(rule)} | {default} |")
+        lines.append(
+            f"| [{rule.code}](rules/{rule.code}.md) | {rule.name} | {summary} | {fix_label(rule)} | {default} |"
+        )
     return "\n".join(lines)
 
 

@@ -75,7 +75,9 @@ def test_positional_enabled_is_not_taken_for_a_dtype() -> None:
 
 
 def test_alias_called_positionally_gets_no_partial_fix() -> None:
-    source = "import torch\nfactory = torch.cpu.amp.autocast if True else None\nctx = factory(True)\n"
+    source = (
+        "import torch\nfactory = torch.cpu.amp.autocast if True else None\nctx = factory(True)\n"
+    )
     fixed = fix_text(source)
     assert fixed == source  # a partial would turn the positional True into the dtype
     with warnings.catch_warnings():

@@ -28,7 +28,13 @@ def test_no_page_without_a_rule() -> None:
 def test_every_page_has_ruffs_sections() -> None:
     for rule in all_rules():
         page = render_rule_page(rule)
-        for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        for heading in (
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "## Use instead",
+            "## Fix safety",
+        ):
             if rule.code == "AMP999" and heading in ("## Example", "## Use instead"):
                 continue  # an internal error has no source that shows it
             assert heading in page, f"{rule.code} page lacks {heading}"

@@ -43,19 +43,24 @@ class _NameCollector(cst.CSTVisitor):
         self.nodes.append(node)
 
 
-def subtree_uses(context: FileContext, tree: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
+def subtree_uses(
+    context: FileContext, tree: cst.CSTNode, is_replacement: Callable[[str], bool]
+) -> bool:
     """Does ``tree`` reference (or import from) anything ``is_replacement`` accepts?"""
     collector = _NameCollector()
     tree.visit(collector)
     for node in collector.nodes:
         if isinstance(node, cst.ImportFrom):
             module = cst.helpers.get_full_name_for_node(node.module) if node.module else None
-            if module and not isinstance(node.names, cst.ImportStar):
-                if any(
+            if (
+                module
+                and not isinstance(node.names, cst.ImportStar)
+                and any(
                     is_replacement(f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}")
                     for alias in node.names
-                ):
-                    return True
+                )
+            ):
+                return True
             continue
         for qualified in context.names.qualified_names(node):
             if is_replacement(qualified.name):
@@ -63,7 +68,9 @@ def subtree_uses(context: FileContext, tree: cst.CSTNode, is_replacement: Callab
     return False
 
 
-def in_compat_fallback(context: FileContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
+def in_compat_fallback(
+    context: FileContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]
+) -> bool:
     child = node
     for ancestor in ancestors(context, node):
         if (

@@ -20,7 +20,9 @@ def _scopes(context: FileContext) -> dict[cst.CSTNode, Scope | None]:
 
 
 def _imports_module(assignment_node: cst.CSTNode, module: str) -> bool:
-    if not isinstance(assignment_node, cst.Import) or isinstance(assignment_node.names, cst.ImportStar):
+    if not isinstance(assignment_node, cst.Import) or isinstance(
+        assignment_node.names, cst.ImportStar
+    ):
         return False
     for alias in assignment_node.names:
         dotted = cst.helpers.get_full_name_for_node(alias.name)
@@ -94,14 +96,11 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def _is_future_import(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and any(
-            isinstance(small, cst.ImportFrom)
-            and isinstance(small.module, cst.Name)
-            and small.module.value == "__future__"
-            for small in statement.body
-        )
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.ImportFrom)
+        and isinstance(small.module, cst.Name)
+        and small.module.value == "__future__"
+        for small in statement.body
     )
 
 
@@ -120,7 +119,9 @@ def add_import(context: FileContext, statement: str, *, position: str = "first")
     """
     body = list(context.module.body)
     index = 0
-    while index < len(body) and ((_is_docstring(body[index]) and index == 0) or _is_future_import(body[index])):
+    while index < len(body) and (
+        (_is_docstring(body[index]) and index == 0) or _is_future_import(body[index])
+    ):
         index += 1
     anchor = index
     if anchor < len(body) and _is_import(body[anchor]) and position == "last":

@@ -41,7 +41,11 @@ class NameResolver:
         (name,) = names
         if name.source not in _EXTERNAL:
             return None
-        return name.name.removeprefix("builtins.") if name.source is QualifiedNameSource.BUILTIN else name.name
+        return (
+            name.name.removeprefix("builtins.")
+            if name.source is QualifiedNameSource.BUILTIN
+            else name.name
+        )
 
     def resolves_to(self, node: cst.CSTNode, *candidates: str) -> bool:
         return self.resolve(node) in candidates

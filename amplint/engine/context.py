@@ -98,7 +98,7 @@ class FileContext:
         """Replace an expression's syntactic extent; parentheses around it stay as they are."""
         start, end = self.span(node)
         if isinstance(new, cst.CSTNode):
-            if isinstance(new, (cst.BaseExpression)) and (new.lpar or new.rpar):  # type: ignore[attr-defined]
+            if isinstance(new, cst.BaseExpression) and (new.lpar or new.rpar):
                 new = new.with_changes(lpar=(), rpar=())
             new = self.module.code_for_node(new)
         return self.edit(start, end, new)

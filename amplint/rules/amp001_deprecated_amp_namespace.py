@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,9 +14,13 @@ from amplint.rules.base import FixAvailability, Invalid, Rule
 
 NAMESPACES = ("torch.cuda.amp", "torch.cpu.amp")
 # Submodules referenced as modules, and members PyTorch does not deprecate.
-SILENT_MEMBERS = frozenset({"autocast_mode", "grad_scaler", "common", "amp_definitely_not_available"})
+SILENT_MEMBERS = frozenset(
+    {"autocast_mode", "grad_scaler", "common", "amp_definitely_not_available"}
+)
 DEPRECATED_MODULES = frozenset(
-    f"{namespace}{suffix}" for namespace in NAMESPACES for suffix in ("", ".autocast_mode", ".grad_scaler")
+    f"{namespace}{suffix}"
+    for namespace in NAMESPACES
+    for suffix in ("", ".autocast_mode", ".grad_scaler")
 )
 
 
@@ -191,7 +196,7 @@ class DeprecatedAmpNamespace(Rule):
         Invalid(
             "import torch\nwith torch.cpu.amp.autocast(False, torch.bfloat16, True):\n    pass\n",
             fixed=(
-                "import torch\nwith torch.amp.autocast(\"cpu\", enabled=False, dtype=torch.bfloat16, "
+                'import torch\nwith torch.amp.autocast("cpu", enabled=False, dtype=torch.bfloat16, '
                 "cache_enabled=True):\n    pass\n"
             ),
         ),
@@ -367,7 +372,11 @@ class DeprecatedAmpNamespace(Rule):
         target, attribute = node.args[0].value, node.args[1].value
         if self.qualified_name(target) in NAMESPACES and isinstance(attribute, cst.SimpleString):
             member = attribute.evaluated_value
-            if isinstance(member, str) and member not in SILENT_MEMBERS and not self._in_compat(node):
+            if (
+                isinstance(member, str)
+                and member not in SILENT_MEMBERS
+                and not self._in_compat(node)
+            ):
                 namespace = self.qualified_name(target)
                 self.report(node, f"`{namespace}.{member}` is deprecated; use `torch.amp.{member}`")
 
@@ -415,7 +424,14 @@ class DeprecatedAmpNamespace(Rule):
             return True
         return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node
 
-    def _plan_symbol(self, node: cst.Name | cst.Attribute, qualified: str, symbol: Symbol) -> Plan:
+    def _plan_symbol(
+        self,
+        node: cst.Name | cst.Attribute,
+        qualified: str,
+        symbol: Symbol,
+        *,
+        with_cleanup: bool = True,
+    ) -> Plan:
         new_name = f"torch.amp.{symbol.kind}"
         parent = self._parent(node)
         grandparent = self._parent(parent) if parent is not None else None
@@ -446,7 +462,7 @@ class DeprecatedAmpNamespace(Rule):
                 plan.edits = [self.context.replace(node, new_func), *torch_edits]
         else:
             self._plan_value(node, symbol, new_func, plan, torch_edits)
-        if plan.edits is not None:
+        if plan.edits is not None and with_cleanup:
             plan.isolation, extra = self._binding_cleanup(node)
             plan.edits.extend(extra)
         return plan
@@ -472,10 +488,12 @@ class DeprecatedAmpNamespace(Rule):
             isinstance(call, cst.Call)
             and call.args
             and call.args[0] is parent
-            and parent.keyword is None  # type: ignore[union-attr]
+            and parent.keyword is None
             and self.qualified_name(call.func) == "functools.partial"
         ):
-            merged = self._new_call(call.with_changes(args=call.args[1:]), symbol, new_func, keep_func=True)
+            merged = self._new_call(
+                call.with_changes(args=call.args[1:]), symbol, new_func, keep_func=True
+            )
             if merged is not None:
                 first = call.args[0].with_changes(value=new_func)
                 new_partial = call.with_changes(args=_with_commas([first, *merged.args]))
@@ -489,8 +507,14 @@ class DeprecatedAmpNamespace(Rule):
         if binding is None:
             return
         functools_name, functools_edits = binding
-        device = f'"{symbol.device}"' if symbol.kind in ("autocast", "GradScaler") else f'device_type="{symbol.device}"'
-        replacement = f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
+        device = (
+            f'"{symbol.device}"'
+            if symbol.kind in ("autocast", "GradScaler")
+            else f'device_type="{symbol.device}"'
+        )
+        replacement = (
+            f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
+        )
         plan.fix_message = f"Replace with `{replacement}`"
         plan.edits = [self.context.replace(node, replacement), *torch_edits, *functools_edits]
 
@@ -506,7 +530,11 @@ class DeprecatedAmpNamespace(Rule):
             child, parent = parent, self._parent(parent)
         if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not child:
             return False
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        targets = (
+            [t.target for t in parent.targets]
+            if isinstance(parent, cst.Assign)
+            else [parent.target]
+        )
         scope = self.get_metadata(ScopeProvider, parent, None)
         for target in targets:
             if not isinstance(target, cst.Name):
@@ -514,16 +542,21 @@ class DeprecatedAmpNamespace(Rule):
             for assignment in scope[target.value] if scope is not None else ():
                 for access in assignment.references:
                     call = self._parent(access.node)
-                    if isinstance(call, cst.Call) and call.func is access.node:
-                        if any(arg.keyword is None and arg.star != "**" for arg in call.args):
-                            return True
+                    if (
+                        isinstance(call, cst.Call)
+                        and call.func is access.node
+                        and any(arg.keyword is None and arg.star != "**" for arg in call.args)
+                    ):
+                        return True
         return False
 
     def _new_call(
         self, call: cst.Call, symbol: Symbol, new_func: cst.BaseExpression, keep_func: bool = False
     ) -> cst.Call | None:
         args = list(call.args)
-        if any(arg.star == "*" for arg in args):
+        # Prepending the device keeps GradScaler's positional order, even through *args;
+        # for the others an unpacked sequence could not be mapped to keywords.
+        if symbol.kind != "GradScaler" and any(arg.star == "*" for arg in args):
             return None
         positional = [arg for arg in args if arg.keyword is None and not arg.star]
         rest = [arg for arg in args if arg.keyword is not None or arg.star == "**"]
@@ -539,7 +572,9 @@ class DeprecatedAmpNamespace(Rule):
                 converted.append(
                     arg.with_changes(
                         keyword=cst.Name(name),
-                        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+                        equal=cst.AssignEqual(
+                            whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE
+                        ),
                     )
                 )
             new_args = [cst.Arg(_string(symbol.device)), *converted, *rest]
@@ -555,7 +590,11 @@ class DeprecatedAmpNamespace(Rule):
         return call.with_changes(func=func, args=_with_commas(new_args))
 
     def _is_base_class(self, parent: cst.CSTNode | None, grandparent: cst.CSTNode | None) -> bool:
-        return isinstance(parent, cst.Arg) and isinstance(grandparent, cst.ClassDef) and parent in grandparent.bases
+        return (
+            isinstance(parent, cst.Arg)
+            and isinstance(grandparent, cst.ClassDef)
+            and parent in grandparent.bases
+        )
 
     def _is_type_use(self, node: cst.CSTNode) -> bool:
         child: cst.CSTNode = node
@@ -565,7 +604,9 @@ class DeprecatedAmpNamespace(Rule):
                 return True
             if isinstance(parent, cst.ExceptHandler):
                 return parent.type is child
-            if isinstance(parent, (cst.Tuple, cst.Element, cst.Subscript, cst.SubscriptElement, cst.Index)):
+            if isinstance(
+                parent, (cst.Tuple, cst.Element, cst.Subscript, cst.SubscriptElement, cst.Index)
+            ):
                 child, parent = parent, self._parent(parent)
                 continue
             if isinstance(parent, cst.Arg):
@@ -592,7 +633,9 @@ class DeprecatedAmpNamespace(Rule):
         line = self._parent(statement) if statement is not None else None
         if line is not None and line in self.context.module.body:
             start = self.context.line_start(self.context.span(line)[0])
-            return "torch", [self.context.insert(start, "import torch" + self.context.source.newline)]
+            return "torch", [
+                self.context.insert(start, "import torch" + self.context.source.newline)
+            ]
         return bound
 
     def _binding_import(self, node: cst.CSTNode) -> cst.Import | cst.ImportFrom | None:
@@ -631,13 +674,22 @@ class DeprecatedAmpNamespace(Rule):
         while isinstance(root, cst.Attribute):
             root = root.value
         bound_name = cst.ensure_type(root, cst.Name).value
-        key = f"{self.code}:import@{self.context.span(statement)[0]}"
-        if isinstance(statement, cst.ImportFrom) and self._deprecated_import_module(statement) in DEPRECATED_MODULES:
-            return key, []  # the import's own diagnostic carries its removal
-        if self._imports_deprecated_module(statement, bound_name) and self._all_uses_fixable(assignment):
+        # Uses and the removal of their import form one all-or-nothing group, so that
+        # no pass can remove an import that a not-yet-rewritten use still needs.
+        key = self._import_key(statement)
+        if (
+            isinstance(statement, cst.ImportFrom)
+            and self._deprecated_import_module(statement) in DEPRECATED_MODULES
+        ):
+            # The import's own diagnostic carries the removal.
+            return (key, []) if self._all_uses_fixable(assignment) else (None, [])
+        if self._imports_deprecated_module(statement, bound_name) and self._all_uses_fixable(
+            assignment
+        ):
             removal = self._remove_aliases(statement, {bound_name})
-            return key, [removal] if removal is not None else []
-        return key, []
+            if removal is not None:
+                return key, [removal]
+        return None, []
 
     def _deprecated_import_module(self, node: cst.ImportFrom) -> str | None:
         if node.relative or node.module is None:
@@ -651,7 +703,9 @@ class DeprecatedAmpNamespace(Rule):
                 if alias.asname is not None and full in DEPRECATED_MODULES:
                     return cst.ensure_type(alias.asname.name, cst.Name).value == bound_name
             return False
-        if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar):
+        if isinstance(statement, cst.ImportFrom) and not isinstance(
+            statement.names, cst.ImportStar
+        ):
             module = self._deprecated_import_module(statement)
             for alias in statement.names:
                 full = f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}"
@@ -660,8 +714,10 @@ class DeprecatedAmpNamespace(Rule):
         return False
 
     def _all_uses_fixable(self, assignment: ImportAssignment) -> bool:
+        """Can every use of this import be rewritten in one pass (none silenced, none nested)?"""
         if not assignment.references:
             return False
+        spans: list[tuple[int, int]] = []
         for access in assignment.references:
             use = access.node
             if not isinstance(use, cst.Name):
@@ -676,20 +732,16 @@ class DeprecatedAmpNamespace(Rule):
             symbol = SYMBOLS.get(qualified or "")
             if symbol is None or self._in_compat(outer):
                 return False
-            plan = self._plan_symbol_without_cleanup(outer, qualified or "", symbol)
+            plan = self._plan_symbol(outer, qualified or "", symbol, with_cleanup=False)
             if plan.edits is None or self.context.is_suppressed(self.code, plan.node):
                 return False
-        return True
+            spans.append((plan.edits[0].start, plan.edits[0].end))
+        spans.sort()
+        return all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 
-    def _plan_symbol_without_cleanup(self, node: cst.Name | cst.Attribute, qualified: str, symbol: Symbol) -> Plan:
-        saved = self._binding_cleanup
-        self._binding_cleanup = lambda _node: (None, [])  # type: ignore[method-assign]
-        try:
-            return self._plan_symbol(node, qualified, symbol)
-        finally:
-            self._binding_cleanup = saved  # type: ignore[method-assign]
-
-    def _remove_aliases(self, statement: cst.Import | cst.ImportFrom, names: set[str]) -> Edit | None:
+    def _remove_aliases(
+        self, statement: cst.Import | cst.ImportFrom, names: set[str]
+    ) -> Edit | None:
         """Delete the aliases binding ``names`` from an import (the whole line if none is left)."""
         line = self._parent(statement)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -703,7 +755,9 @@ class DeprecatedAmpNamespace(Rule):
             return self.context.delete_lines(line)
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         new = statement.with_changes(names=kept, semicolon=cst.MaybeSentinel.DEFAULT)
-        return self.context.edit(*self.context.span(statement), self.context.module.code_for_node(new))
+        return self.context.edit(
+            *self.context.span(statement), self.context.module.code_for_node(new)
+        )
 
     # -- from torch.cuda.amp import ... ------------------------------------------------------------
 
@@ -712,10 +766,14 @@ class DeprecatedAmpNamespace(Rule):
         if module not in DEPRECATED_MODULES or self._in_compat(node):
             return
         if isinstance(node.names, cst.ImportStar):
-            self.report(node, f"`from {module} import *` imports deprecated AMP APIs; use `torch.amp`")
+            self.report(
+                node, f"`from {module} import *` imports deprecated AMP APIs; use `torch.amp`"
+            )
             return
         deprecated = [
-            alias for alias in node.names if f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}" in SYMBOLS
+            alias
+            for alias in node.names
+            if f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}" in SYMBOLS
         ]
         if not deprecated:
             return
@@ -725,16 +783,25 @@ class DeprecatedAmpNamespace(Rule):
         removable: list[str] = []
         for alias in deprecated:
             local = _bound_name(alias)
-            assignments = [a for a in (scope[local] if scope else ()) if isinstance(a, ImportAssignment) and a.node is node]
-            if len(assignments) == 1 and (not assignments[0].references or self._all_uses_fixable(assignments[0])):
+            assignments = [
+                a
+                for a in (scope[local] if scope else ())
+                if isinstance(a, ImportAssignment) and a.node is node
+            ]
+            if len(assignments) == 1 and (
+                not assignments[0].references or self._all_uses_fixable(assignments[0])
+            ):
                 removable.append(local)
-        fix = None
-        if len(removable) == len(deprecated):
-            edit = self._remove_aliases(node, set(removable))
-            if edit is not None:
-                fix = self.make_fix(
-                    "Remove the deprecated import (its uses are rewritten to `torch.amp`)",
-                    [edit],
-                    isolation=f"{self.code}:import@{self.context.span(node)[0]}",
-                )
+        edit = self._remove_aliases(node, set(removable)) if removable else None
+        if edit is None:
+            self.report(node, message)
+            return
+        fix = self.make_fix(
+            "Remove the deprecated import (its uses are rewritten to `torch.amp`)",
+            [edit],
+            isolation=self._import_key(node),
+        )
         self.report(node, message, fix=fix)
+
+    def _import_key(self, statement: cst.Import | cst.ImportFrom) -> str:
+        return f"{self.code}:import@{self.context.span(statement)[0]}"

@@ -98,17 +98,17 @@ class DeprecatedAutocastState(Rule):
     INVALID = (
         Invalid(
             "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
-            fixed="import torch\ndtype = torch.get_autocast_dtype(\"cuda\")\n",
+            fixed='import torch\ndtype = torch.get_autocast_dtype("cuda")\n',
         ),
         Invalid(
             "import torch as th\nth.set_autocast_cpu_dtype(th.bfloat16)\n",
-            fixed="import torch as th\nth.set_autocast_dtype(\"cpu\", th.bfloat16)\n",
+            fixed='import torch as th\nth.set_autocast_dtype("cpu", th.bfloat16)\n',
         ),
         Invalid(
             "import torch\nif torch.is_autocast_cpu_enabled():\n    torch.set_autocast_cpu_enabled(False)\n",
             fixed=(
-                "import torch\nif torch.is_autocast_enabled(\"cpu\"):\n"
-                "    torch.set_autocast_enabled(\"cpu\", False)\n"
+                'import torch\nif torch.is_autocast_enabled("cpu"):\n'
+                '    torch.set_autocast_enabled("cpu", False)\n'
             ),
             count=2,
         ),
@@ -118,7 +118,7 @@ class DeprecatedAutocastState(Rule):
         ),
         Invalid(
             "import torch\ntorch.set_autocast_gpu_dtype(dtype=torch.float16)\n",
-            fixed="import torch\ntorch.set_autocast_dtype(\"cuda\", dtype=torch.float16)\n",
+            fixed='import torch\ntorch.set_autocast_dtype("cuda", dtype=torch.float16)\n',
         ),
     )
 
@@ -129,7 +129,7 @@ class DeprecatedAutocastState(Rule):
         if in_compat_fallback(self.context, node, is_state_replacement):
             return
         new_name, device = DEPRECATED_STATE_FUNCTIONS[qualified]
-        message = f"`{qualified}()` is deprecated; use `torch.{new_name}(\"{device}\", ...)`"
+        message = f'`{qualified}()` is deprecated; use `torch.{new_name}("{device}", ...)`'
         fix = None
         if isinstance(node.func, cst.Attribute):
             new_call = node.with_changes(
@@ -137,10 +137,12 @@ class DeprecatedAutocastState(Rule):
                 args=(cst.Arg(cst.SimpleString(f'"{device}"')), *node.args),
             )
             if node.args:
-                first = new_call.args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                first = new_call.args[0].with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
                 new_call = new_call.with_changes(args=(first, *new_call.args[1:]))
             fix = self.make_fix(
-                f"Replace with `torch.{new_name}(\"{device}\", ...)`",
+                f'Replace with `torch.{new_name}("{device}", ...)`',
                 [self.context.replace(node, new_call)],
             )
         self.report(node, message, fix=fix)
