@@ -110,30 +110,42 @@ def _is_import(statement: cst.BaseStatement) -> bool:
     )
 
 
-def add_import(context: FileContext, statement: str, *, position: str = "first") -> Edit:
-    """An edit inserting ``statement`` as a top-level line.
+def _plain_import_name(statement: cst.BaseStatement) -> str | None:
+    """``x.y`` for a line that is exactly ``import x.y``, else None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if not isinstance(small, cst.Import) or len(small.names) != 1:
+        return None
+    return cst.helpers.get_full_name_for_node(small.names[0].name)
 
-    ``first`` puts it before the first ordinary top-level import (where the standard
-    library goes), ``last`` after the first block of top-level imports (third-party).
-    With no imports it goes after the docstring and ``__future__`` imports.
+
+def add_import(context: FileContext, statement: str, *, position: str = "sorted") -> Edit:
+    """An edit inserting ``statement`` (``import x``) as a top-level line.
+
+    ``sorted`` (for the standard library) puts it among the leading ``import x`` lines in
+    alphabetical order, as isort would; ``last`` puts it after the leading block of
+    imports (third-party code). With no imports it goes after the docstring and the
+    ``__future__`` imports.
     """
     body = list(context.module.body)
     index = 0
-    while index < len(body) and (
-        (_is_docstring(body[index]) and index == 0) or _is_future_import(body[index])
-    ):
+    while index < len(body) and ((index == 0 and _is_docstring(body[index])) or _is_future_import(body[index])):
         index += 1
-    anchor = index
-    if anchor < len(body) and _is_import(body[anchor]) and position == "last":
-        while anchor + 1 < len(body) and _is_import(body[anchor + 1]):
-            anchor += 1
-        end = context.line_end(context.span(body[anchor])[1] - 1)
-        return context.insert(end, statement + context.source.newline)
-    if anchor < len(body) and (_is_import(body[anchor]) or index == 0):
-        start = context.line_start(context.span(body[anchor])[0])
-        # Keep comments and blank lines that lead the first statement above the import.
-        return context.insert(start, statement + context.source.newline)
-    if index == 0:
-        return context.insert(0, statement + context.source.newline)
-    end = context.line_end(context.span(body[index - 1])[1] - 1)
-    return context.insert(end, statement + context.source.newline)
+    run: list[cst.BaseStatement] = []
+    while index + len(run) < len(body) and _is_import(body[index + len(run)]):
+        run.append(body[index + len(run)])
+    line = statement + context.source.newline
+    if not run:
+        if index == 0:
+            return context.insert(context.line_start(context.span(body[0])[0]) if body else 0, line)
+        return context.insert(context.line_end(context.span(body[index - 1])[1] - 1), line)
+    if position != "last":
+        new_name = statement.split()[1]
+        for existing in run:
+            name = _plain_import_name(existing)
+            if name is None:
+                break  # isort puts plain imports before from-imports within a section
+            if name.lower() > new_name.lower():
+                return context.insert(context.line_start(context.span(existing)[0]), line)
+    return context.insert(context.line_end(context.span(run[-1])[1] - 1), line)

@@ -277,7 +277,7 @@ class DeprecatedAmpNamespace(Rule):
             "import contextlib\nimport torch\n\n"
             "ctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
             fixed=(
-                "import functools\nimport contextlib\nimport torch\n\n"
+                "import contextlib\nimport functools\nimport torch\n\n"
                 'ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext\n'
             ),
         ),
