@@ -129,7 +129,8 @@ class DeprecatedAutocastState(Rule):
         if in_compat_fallback(self.context, node, is_state_replacement):
             return
         new_name, device = DEPRECATED_STATE_FUNCTIONS[qualified]
-        message = f'`{qualified}()` is deprecated; use `torch.{new_name}("{device}", ...)`'
+        arguments = f'"{device}", ...' if new_name.startswith("set_") else f'"{device}"'
+        message = f"`{qualified}()` is deprecated; use `torch.{new_name}({arguments})`"
         fix = None
         if isinstance(node.func, cst.Attribute):
             new_call = node.with_changes(
@@ -142,7 +143,7 @@ class DeprecatedAutocastState(Rule):
                 )
                 new_call = new_call.with_changes(args=(first, *new_call.args[1:]))
             fix = self.make_fix(
-                f'Replace with `torch.{new_name}("{device}", ...)`',
+                f"Replace with `torch.{new_name}({arguments})`",
                 [self.context.replace(node, new_call)],
             )
         self.report(node, message, fix=fix)
