@@ -40,6 +40,9 @@ for _kind in ("custom_fwd", "custom_bwd"):
     for _path in (_kind, f"autocast_mode.{_kind}"):
         SYMBOLS[f"torch.cuda.amp.{_path}"] = Symbol(_kind, "cuda")
 
+# unittest's isinstance assertions take the type second, like isinstance itself.
+TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
+
 # Old positional order of torch.{cuda,cpu}.amp.autocast(enabled, dtype, cache_enabled).
 AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 
@@ -151,8 +154,10 @@ class DeprecatedAmpNamespace(Rule):
       `functools.partial` of the old name gets its arguments merged instead). When the
       value is bound to a name that this file calls with positional arguments, no fix
       is offered: through the partial, `f(True)` would pass `True` as the dtype.
-    - references used as types (`isinstance`, annotations, `except`) → the `torch.amp`
-      class; a base class is not rewritten.
+    - references used as types (`isinstance`, `issubclass`, unittest's
+      `assertIsInstance`, annotations, `except`) → the `torch.amp` class; a base class,
+      or a reference inside a tuple or list (often a tuple of types for `isinstance`,
+      where a `partial` would break), is not rewritten.
     - `from torch.cuda.amp import X` is removed once every use of `X` is rewritten (a use
       silenced with `# noqa` keeps it), as is a module alias such as
       `import torch.cuda.amp as amp`; `import torch` / `import functools` are added once
@@ -302,6 +307,15 @@ class DeprecatedAmpNamespace(Rule):
             "import torch\nfactory = torch.cuda.amp.autocast\nwith factory(True):\n    pass\n",
             fixed=None,
         ),
+        Invalid(
+            "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
+            "    def test(self):\n        self.assertIsInstance(make(), torch.cuda.amp.GradScaler)\n",
+            fixed=(
+                "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
+                "    def test(self):\n        self.assertIsInstance(make(), torch.amp.GradScaler)\n"
+            ),
+        ),
+        Invalid("import torch\nSCALERS = (torch.cuda.amp.GradScaler, MyScaler)\n", fixed=None),
         Invalid(
             "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
             fixed=None,
@@ -482,6 +496,11 @@ class DeprecatedAmpNamespace(Rule):
         torch_edits: list[Edit],
     ) -> None:
         parent = self._parent(node)
+        if isinstance(parent, cst.Element):
+            # (GradScaler, Other) is usually a tuple of types for isinstance: a partial there
+            # would break it, and a class would break a factory. Leave it to the author.
+            plan.message += " (inside a collection: migrate by hand)"
+            return
         call = self._parent(parent) if isinstance(parent, cst.Arg) else None
         functools_name: str | None
         if (
@@ -611,11 +630,10 @@ class DeprecatedAmpNamespace(Rule):
                 continue
             if isinstance(parent, cst.Arg):
                 call = self._parent(parent)
-                return (
-                    isinstance(call, cst.Call)
-                    and len(call.args) == 2
-                    and call.args[1] is parent
-                    and self.qualified_name(call.func) in ("isinstance", "issubclass")
+                if not isinstance(call, cst.Call) or len(call.args) < 2 or call.args[1] is not parent:
+                    return False
+                return self.qualified_name(call.func) in ("isinstance", "issubclass") or (
+                    isinstance(call.func, cst.Attribute) and call.func.attr.value in TYPE_ASSERTIONS
                 )
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
