@@ -26,8 +26,8 @@ class Discovery:
     errors: list[str] = field(default_factory=list)  # paths that do not exist etc.
 
 
-def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 class _Ignorer:
@@ -35,9 +35,9 @@ class _Ignorer:
         self.root = Path(settings.project_root).resolve()
         self.exclude = _spec([*settings.exclude, *settings.extend_exclude])
         self.respect_gitignore = settings.respect_gitignore
-        self._gitignores: dict[Path, pathspec.PathSpec | None] = {}
+        self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
 
-    def _gitignore(self, directory: Path) -> pathspec.PathSpec | None:
+    def _gitignore(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._gitignores:
             spec = None
             candidate = directory / ".gitignore"

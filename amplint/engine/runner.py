@@ -7,7 +7,9 @@ therefore leaves every file either untouched or completely fixed.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -29,7 +31,7 @@ from amplint.engine.config import Settings, select_rules
 from amplint.engine.fixer import FixFailure, fix_source
 from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR, file_diagnostic, lint_source
 from amplint.engine.prefilter import rules_for
-from amplint.engine.source import SourceError, SourceFile, decode
+from amplint.engine.source import SourceError, decode
 from amplint.rules.base import Rule
 
 
@@ -82,12 +84,17 @@ def rules_for_path(path: str, settings: Settings) -> tuple[type[Rule], ...]:
     ignored: list[str] = []
     relative = _relative_to_root(path, settings)
     for pattern, codes in settings.per_file_ignores.items():
-        spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+        spec = _pattern_spec(pattern)
         if spec.match_file(relative) or spec.match_file(Path(path).name):
             ignored.extend(codes)
     if not ignored:
         return rules
     return select_rules(rules, [rule.code for rule in rules], (), ignored)
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def _relative_to_root(path: str, settings: Settings) -> str:
@@ -186,7 +193,7 @@ def run_files(paths: Sequence[str], job: Job, jobs: int | None = None) -> Iterat
     with _pool(jobs) as pool:
         futures: list[Future[FileReport]] = [pool.submit(process_path, path, job) for path in paths]
         broken = False
-        for path, future in zip(paths, futures):
+        for path, future in zip(paths, futures, strict=True):
             if not broken:
                 try:
                     yield future.result()
@@ -253,10 +260,8 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
         return f"cannot write: {error.strerror or error}"
     finally:
         if temp_name is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temp_name)
-            except OSError:
-                pass
         if previous is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return None
