@@ -6,12 +6,41 @@ Every attribute is computed lazily on first use and cached for the file.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from amplint.analysis.autocast import AutocastAnalysis
+    from amplint.analysis.scalers import ScalerAnalysis
+    from amplint.analysis.scopes import FileIndex
+    from amplint.analysis.training import TrainingAnalysis
     from amplint.engine.context import FileContext
 
 
 class FileAnalysis:
     def __init__(self, context: FileContext) -> None:
         self.context = context
+
+    @functools.cached_property
+    def index(self) -> FileIndex:
+        from amplint.analysis.scopes import build_index
+
+        return build_index(self.context.module)
+
+    @functools.cached_property
+    def autocast(self) -> AutocastAnalysis:
+        from amplint.analysis.autocast import AutocastAnalysis
+
+        return AutocastAnalysis(self.context)
+
+    @functools.cached_property
+    def training(self) -> TrainingAnalysis:
+        from amplint.analysis.training import TrainingAnalysis
+
+        return TrainingAnalysis(self.context)
+
+    @functools.cached_property
+    def scalers(self) -> ScalerAnalysis:
+        from amplint.analysis.scalers import ScalerAnalysis
+
+        return ScalerAnalysis(self.context)

@@ -1,0 +1,115 @@
+"""GradScalers: which expressions hold one, and the scale / unscale_ / step / update calls.
+
+A *scaler* is a name or attribute bound to a GradScaler construction (any spelling), or
+named ``scaler`` / ``*_scaler`` and used as ``X.scale(loss).backward()``. A *scaled
+backward* is ``X.scale(loss).backward()`` or ``s = X.scale(loss); s.backward()``.
+Scalers are compared by their dotted spelling (``scaler``, ``self.scaler``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import libcst as cst
+
+from amplint.analysis.names import dotted_name
+from amplint.analysis.scopes import enclosing_scope, index_of
+from amplint.analysis.training import is_scaler_name, is_tensor_backward
+from amplint.analysis.values import single_binding
+from amplint.engine.context import FileContext
+
+GRAD_SCALERS = frozenset(
+    f"torch.{namespace}{suffix}"
+    for namespace in ("amp", "cuda.amp", "cpu.amp")
+    for suffix in (".GradScaler", ".grad_scaler.GradScaler")
+)
+
+
+@dataclass(frozen=True)
+class ScalerCall:
+    call: cst.Call
+    scaler: str  # dotted spelling of the receiver
+    method: str  # scale | unscale_ | step | update
+    optimizer: str | None  # dotted spelling of the optimizer argument, when there is one
+
+
+class ScalerAnalysis:
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+
+    def is_construction(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call) and self.context.names.resolve(node.func) in GRAD_SCALERS
+
+    @functools.cached_property
+    def constructions(self) -> list[cst.Call]:
+        return [call for call in index_of(self.context).calls if self.is_construction(call)]
+
+    @functools.cached_property
+    def constructed_names(self) -> frozenset[str]:
+        """Dotted targets (``scaler``, ``self.scaler``) assigned a GradScaler construction."""
+        names = set()
+        for assign in index_of(self.context).assigns:
+            if self.is_construction(assign.value):
+                for target in assign.targets:
+                    spelled = dotted_name(target.target)
+                    if spelled:
+                        names.add(spelled)
+        return frozenset(names)
+
+    def is_scaler(self, expr: cst.BaseExpression) -> bool:
+        spelled = dotted_name(expr)
+        if spelled is None:
+            return False
+        return spelled in self.constructed_names or is_scaler_name(spelled.split(".")[-1])
+
+    @functools.cached_property
+    def calls(self) -> list[ScalerCall]:
+        found = []
+        for call in index_of(self.context).calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in ("scale", "unscale_", "step", "update"):
+                continue
+            if not self.is_scaler(func.value):
+                continue
+            optimizer = dotted_name(call.args[0].value) if call.args and func.attr.value in ("unscale_", "step") else None
+            found.append(ScalerCall(call, dotted_name(func.value) or "", func.attr.value, optimizer))
+        return found
+
+    @functools.cached_property
+    def file_scales(self) -> bool:
+        """Does the file do gradient scaling at all (a GradScaler, or any ``.scale(...)``)?"""
+        if self.constructions:
+            return True
+        return any(
+            isinstance(call.func, cst.Attribute) and call.func.attr.value == "scale" for call in index_of(self.context).calls
+        )
+
+    def scaled_backward_scaler(self, call: cst.Call) -> str | None:
+        """For a tensor backward of a scaled loss, the scaler's spelling; else None."""
+        if not is_tensor_backward(self.context, call) or not isinstance(call.func, cst.Attribute):
+            return None
+        target = call.func.value
+        if isinstance(target, cst.Name):
+            bound = single_binding(self.context, target)
+            target = bound if bound is not None else target
+        if (
+            isinstance(target, cst.Call)
+            and isinstance(target.func, cst.Attribute)
+            and target.func.attr.value == "scale"
+            and self.is_scaler(target.func.value)
+        ):
+            return dotted_name(target.func.value)
+        return None
+
+    @functools.cached_property
+    def scaled_backwards(self) -> list[tuple[cst.Call, str]]:
+        found = []
+        for call in index_of(self.context).calls:
+            scaler = self.scaled_backward_scaler(call)
+            if scaler is not None:
+                found.append((call, scaler))
+        return found
+
+    def in_scope(self, scope: cst.CSTNode) -> list[ScalerCall]:
+        return [c for c in self.calls if enclosing_scope(self.context, c.call) is scope]

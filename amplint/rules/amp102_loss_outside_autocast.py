@@ -1,0 +1,240 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.autocast import AutocastBlock
+from amplint.analysis.edits import body_indent, lines_of, reindent
+from amplint.analysis.scopes import enclosing_scope, statement_list
+from amplint.analysis.training import is_loss_call
+from amplint.diagnostics import Applicability, Fix
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+
+class _Bound(cst.CSTVisitor):
+    """Names assigned by the statements of a block (targets only)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._collect(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._collect(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._collect(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._collect(node.target)
+
+    def _collect(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._collect(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._collect(target.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+class LossOutsideAutocast(Rule):
+    """## What it does
+    Flags a loss computation that takes a value computed inside an autocast block but
+    runs after the block, in a function that then calls a tensor `.backward()`. A loss
+    computation is a call of a `torch.nn.functional` loss (`cross_entropy`, `mse_loss`,
+    `binary_cross_entropy_with_logits`, ...), of an `nn.*Loss` instance (or a name
+    bound to one), or of a function or attribute whose own name is `criterion` or
+    contains `loss` (`loss_fn`, `self.criterion`, `compute_loss`).
+
+    Not flagged: bookkeeping after the block (`loss.item()`, `loss / accum_steps`,
+    reading `outputs.loss`), losses computed inside the block, evaluation code with no
+    backward, blocks with `enabled=False`, and methods of other objects whose *receiver*
+    merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`).
+
+    ## Why is this bad?
+    The PyTorch AMP recipe computes the loss under autocast: autocast runs
+    `cross_entropy`, `log_softmax`, `mse_loss` and other losses in float32 from float16
+    inputs where that matters, and keeps the graph consistent. Outside the block the
+    loss runs in whatever dtype the outputs have — float16 logits into a hand-written
+    loss or reduction lose precision, and ops autocast would have upcast do not get
+    upcast.
+
+    ## Example
+    ```python
+    import torch
+    import torch.nn.functional as F
+
+    def train_step(model, x, y, optimizer):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    import torch.nn.functional as F
+
+    def train_step(model, x, y, optimizer):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    Safe. When the loss statement is the first statement after the block, the fix moves
+    it to the end of the block (re-indented; comments on its line move with it). It runs
+    at the same point in the program, now under autocast, which is what the AMP recipe
+    prescribes. Otherwise the loss is flagged without a fix.
+    """
+
+    code = "AMP102"
+    name = "loss-outside-autocast"
+    summary = "Loss computed outside the autocast block"
+    triggers = frozenset({"autocast"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        (
+            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+            "    with torch.autocast('cuda'):\n        out = m(x)\n        loss = F.cross_entropy(out, y)\n"
+            "    loss.backward()\n"
+        ),
+        (
+            "import torch\nimport torch.nn.functional as F\n\ndef evaluate(m, x, y):\n"
+            "    with torch.autocast('cuda'):\n        out = m(x)\n    return F.cross_entropy(out, y)\n"
+        ),
+        (
+            "import torch\n\ndef step(m, x, y, accum):\n"
+            "    with torch.autocast('cuda'):\n        loss = m(x, y).loss\n"
+            "    loss = loss / accum\n    losses.update(loss.item())\n    loss.backward()\n"
+        ),
+        (
+            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+            "    with torch.autocast('cuda', enabled=False):\n        out = m(x)\n"
+            "    loss = F.mse_loss(out, y)\n    loss.backward()\n"
+        ),
+        (
+            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+            "    with torch.autocast('cuda'):\n        out = m(x)\n"
+            "    loss = F.mse_loss(prediction_from_elsewhere, y)\n    loss.backward()\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
+                "    loss = F.cross_entropy(out, y)  # main loss\n    loss.backward()\n"
+            ),
+            fixed=(
+                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
+                "        loss = F.cross_entropy(out, y)  # main loss\n    loss.backward()\n"
+            ),
+        ),
+        Invalid(
+            (
+                "import torch\n\nclass Trainer:\n    def step(self, batch):\n"
+                "        with torch.autocast('cuda'):\n            logits, aux = self.model(batch)\n\n"
+                "        loss = self.criterion(logits, batch['y'])\n"
+                "        self.scaler.scale(loss).backward()\n"
+            ),
+            fixed=(
+                "import torch\n\nclass Trainer:\n    def step(self, batch):\n"
+                "        with torch.autocast('cuda'):\n            logits, aux = self.model(batch)\n"
+                "            loss = self.criterion(logits, batch['y'])\n\n"
+                "        self.scaler.scale(loss).backward()\n"
+            ),
+        ),
+        Invalid(
+            (
+                "import torch\n\ncriterion = torch.nn.CrossEntropyLoss()\nfor x, y in data:\n"
+                "    with torch.autocast('cuda'):\n        out = model(x)\n"
+                "    n = len(y)\n    loss = criterion(out, y) / n\n    loss.backward()\n"
+            ),
+            fixed=None,
+        ),
+    )
+
+    def visit_With(self, node: cst.With) -> None:
+        blocks = self.context.analysis.autocast.blocks_of(node)
+        if not blocks or all(block.disabled for block in blocks):
+            return
+        located = statement_list(self.context, node)
+        if located is None:
+            return
+        siblings, index = located
+        bound = _Bound()
+        node.body.visit(bound)
+        if not bound.names:
+            return
+        scope = enclosing_scope(self.context, node)
+        backwards = [
+            call
+            for call in self.context.analysis.training.scope_backward_calls(scope)
+            if self.context.span(call)[0] > self.context.span(node)[1]
+        ]
+        if not backwards:
+            return
+        for offset, statement in enumerate(siblings[index + 1 :]):
+            if isinstance(statement, cst.BaseCompoundStatement):
+                break  # past a loop or branch the data flow is no longer straight-line
+            loss = self._loss_call(statement, bound.names)
+            if loss is None:
+                continue
+            if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):
+                break
+            fix = self._move_fix(statement, node, blocks[-1]) if offset == 0 else None
+            self.report(loss, fix=fix)
+
+    def _loss_call(self, statement: cst.BaseStatement, bound: set[str]) -> cst.Call | None:
+        calls = _Calls()
+        statement.visit(calls)
+        for call in calls.calls:
+            if not is_loss_call(self.context, call):
+                continue
+            arguments = _Calls()
+            for arg in call.args:
+                arg.value.visit(arguments)
+            if arguments.names & bound:
+                return call
+        return None
+
+    def _move_fix(self, statement: cst.BaseStatement, with_node: cst.With, block: AutocastBlock) -> Fix | None:
+        indent = body_indent(self.context, with_node.body)
+        if indent is None or not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        start, end = lines_of(self.context, statement)
+        moved = reindent(self.context.text[start:end], self.context.indentation(statement), indent)
+        if moved is None:
+            return None
+        insert_at = self.context.line_end(self.context.span(with_node)[1] - 1)
+        return self.make_fix(
+            "Move the loss computation into the autocast block",
+            [self.context.insert(insert_at, moved), self.context.edit(start, end, "")],
+        )

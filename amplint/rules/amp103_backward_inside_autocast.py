@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.edits import lines_of, reindent
+from amplint.analysis.scopes import statement_of
+from amplint.analysis.training import is_tensor_backward
+from amplint.diagnostics import Applicability
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+
+class BackwardInsideAutocast(Rule):
+    """## What it does
+    Flags a tensor backward — `<expr>.backward()` with no positional argument,
+    including `scaler.scale(loss).backward()`, or `torch.autograd.backward(...)` —
+    inside an autocast block.
+
+    Not flagged: `accelerator.backward(loss)`, `optimizer.backward(loss)` and other
+    methods named `backward` that take the loss as an argument (their library runs the
+    backward pass outside autocast itself); a backward in a function merely *defined*
+    under autocast.
+
+    ## Why is this bad?
+    PyTorch's AMP recipe runs only the forward pass and the loss under autocast.
+    Backward ops run in the dtype autocast chose for the matching forward ops anyway;
+    running the backward call itself under autocast is "not recommended" by the PyTorch
+    documentation and can cast tensors created during backward (e.g. by hooks or
+    double-backward) to low precision.
+
+    ## Example
+    ```python
+    import torch
+
+    def train_step(model, x, y, optimizer, scaler):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def train_step(model, x, y, optimizer, scaler):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    Safe. When the backward statements are the last statements of the block, the fix
+    dedents them out of it; they run right after the block, exactly as before, only
+    without autocast. A backward followed by other statements in the block is flagged
+    without a fix, because moving it would reorder code.
+    """
+
+    code = "AMP103"
+    name = "backward-inside-autocast"
+    summary = "Backward pass inside an autocast block"
+    triggers = frozenset({"backward"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\n",
+        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    accelerator.backward(loss)\n",
+        "import torch\nwith torch.autocast('cuda'):\n    def closure():\n        loss.backward()\n",
+        "loss.backward()\n",
+        "import torch\nwith torch.no_grad():\n    loss.backward()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\nstep()\n",
+            fixed="import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\nstep()\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
+            "        # scaled backward\n        scaler.scale(loss).backward()  # keep me\n    scaler.step(opt)\n",
+            fixed=(
+                "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
+                "        # scaled backward\n    scaler.scale(loss).backward()  # keep me\n    scaler.step(opt)\n"
+            ),
+        ),
+        Invalid(
+            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\n    log(loss)\n",
+            fixed=None,
+        ),
+        Invalid(
+            "import torch\nwith accelerator.autocast():\n    loss = model(x)\n    torch.autograd.backward(loss)\n",
+            fixed="import torch\nwith accelerator.autocast():\n    loss = model(x)\ntorch.autograd.backward(loss)\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\n    a.backward(retain_graph=True)\n    b.backward()\n",
+            fixed="import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\na.backward(retain_graph=True)\nb.backward()\n",
+            count=2,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_tensor_backward(self.context, node):
+            return
+        block = self.context.analysis.autocast.enclosing(node)
+        if block is None or block.disabled:
+            return
+        self.report(node, fix=self._dedent_fix(node, block.statement))
+
+    def _dedent_fix(self, node: cst.Call, statement: cst.With):  # type: ignore[no-untyped-def]
+        line = statement_of(self.context, node)
+        body = statement.body
+        if not isinstance(line, cst.SimpleStatementLine) or not isinstance(body, cst.IndentedBlock):
+            return None
+        trailing: list[cst.BaseStatement] = []
+        for candidate in reversed(body.body):
+            if not self._is_backward_statement(candidate):
+                break
+            trailing.insert(0, candidate)
+        if line not in trailing or len(trailing) == len(body.body):
+            return None
+        start, end = lines_of(self.context, trailing[0], trailing[-1])
+        moved = reindent(
+            self.context.text[start:end], self.context.indentation(trailing[0]), self.context.indentation(statement)
+        )
+        if moved is None:
+            return None
+        return self.make_fix("Move the backward call out of the autocast block", [self.context.edit(start, end, moved)])
+
+    def _is_backward_statement(self, statement: cst.BaseStatement) -> bool:
+        return (
+            isinstance(statement, cst.SimpleStatementLine)
+            and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, cst.Call)
+            and is_tensor_backward(self.context, statement.body[0].value)
+        )

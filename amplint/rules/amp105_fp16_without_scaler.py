@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.autocast import AutocastUse
+from amplint.analysis.scopes import enclosing_scope
+from amplint.rules.base import Invalid, Rule
+
+
+def may_be_float16(use: AutocastUse) -> bool:
+    """Is float16 among the dtypes this autocast may run in, as far as is known?"""
+    if use.dtype_expr is not None:
+        return use.dtypes is not None and "float16" in use.dtypes
+    if use.deprecated:
+        return use.device_types == frozenset({"cuda"})
+    return isinstance(use.device_expr, cst.SimpleString) and use.device_expr.evaluated_value == "cuda"
+
+
+class Fp16WithoutScaler(Rule):
+    """## What it does
+    Flags an autocast block that may run in float16 — a float16 dtype (or a set of
+    possible dtypes that includes it), or no dtype with the device type literally
+    `"cuda"` (whose default is float16), or the deprecated `torch.cuda.amp.autocast` —
+    in a function (or module-level script) that calls a tensor `.backward()`, when the
+    file does no gradient scaling at all: no `GradScaler` is constructed and nothing
+    calls `.scale(...)`. Reported on the `with` statement.
+
+    Not flagged: bfloat16-only blocks, blocks whose dtype or device is not statically
+    known, inference code (no backward in the function), and files that scale
+    gradients anywhere (the scaler may be passed in).
+
+    ## Why is this bad?
+    float16 has a narrow exponent range: small gradients underflow to zero in the
+    backward pass, and training silently stalls or diverges. `GradScaler` multiplies
+    the loss before backward and unscales the gradients before the optimizer step, so
+    gradients stay representable. bfloat16 has float32's range and needs no scaler.
+
+    ## Example
+    ```python
+    import torch
+
+    def train_step(model, x, y, optimizer):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+
+    def train_step(model, x, y, optimizer):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    No fix: adding a scaler touches the backward call, the optimizer step and the
+    checkpoint. `amplint.runtime.MixedPrecision` packages the whole recipe. Switching to
+    bfloat16, where the hardware supports it, is the other remedy.
+    """
+
+    code = "AMP105"
+    name = "fp16-without-scaler"
+    summary = "float16 autocast in training without a GradScaler"
+    triggers = frozenset({"autocast"})
+
+    VALID = (
+        (
+            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "        loss = m(x)\n    loss.backward()\n"
+        ),
+        "import torch\n\ndef infer(m, x):\n    with torch.autocast('cuda'):\n        return m(x)\n",
+        (
+            "import torch\n\ndef step(m, x, scaler):\n    with torch.autocast('cuda'):\n        loss = m(x)\n"
+            "    scaler.scale(loss).backward()\n"
+        ),
+        (
+            "import torch\n\ndef step(m, x, device_type):\n    with torch.autocast(device_type):\n"
+            "        loss = m(x)\n    loss.backward()\n"
+        ),
+        (
+            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', enabled=False):\n"
+            "        loss = m(x)\n    loss.backward()\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda'):\n        loss = m(x)\n    loss.backward()\n"
+        ),
+        Invalid(
+
+                "import torch\ndtype = torch.bfloat16 if bf16 else torch.float16\n"
+                "with torch.autocast('cuda', dtype=dtype):\n    loss = m(x)\nloss.backward()\n"
+
+        ),
+        Invalid("import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n"),
+    )
+
+    def visit_With(self, node: cst.With) -> None:
+        analysis = self.context.analysis
+        for block in analysis.autocast.blocks_of(node):
+            if block.disabled or not may_be_float16(block.use):
+                continue
+            if analysis.scalers.file_scales:
+                return
+            if not analysis.training.scope_backward_calls(enclosing_scope(self.context, node)):
+                return
+            self.report(
+                node,
+                "float16 autocast in training without a GradScaler: small gradients underflow to zero",
+            )
+            return
