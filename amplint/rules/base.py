@@ -63,8 +63,9 @@ class Rule(cst.BatchableCSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
-    # Identifier words (``\\b``-delimited) at least one of which must occur in a file for
-    # the rule to possibly fire; the pre-filter skips files that contain none of them.
+    # Identifier words (``\\b``-delimited; ``*suffix`` for any identifier ending in it) at
+    # least one of which must occur in a file for the rule to possibly fire; the
+    # pre-filter skips files that contain none of them.
     triggers: ClassVar[frozenset[str]]
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     fix_applicability: ClassVar[Applicability | None] = None

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.scopes import enclosing_scope, statement_of
+from amplint.diagnostics import Applicability
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+CLIP_FUNCTIONS = frozenset(
+    f"torch.nn.utils{module}.{name}"
+    for module in ("", ".clip_grad")
+    for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
+)
+
+
+class ClipWithoutUnscale(Rule):
+    """## What it does
+    Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called after a scaled
+    backward (`scaler.scale(loss).backward()`) and before `scaler.step(optimizer)` in the
+    same function, with no `scaler.unscale_(optimizer)` between the backward and the
+    clip — gradient-accumulation branches (`if (step + 1) % accum == 0:`) included.
+
+    Not flagged: `accelerator.clip_grad_norm_`, timm's `dispatch_clip_grad`, and other
+    wrappers (they unscale, or are not torch's function); project functions that happen
+    to be called `clip_grad_norm_`; code with no `scaler.step` after the clip.
+
+    ## Why is this bad?
+    After a scaled backward the gradients are multiplied by the loss scale (65536 by
+    default). Clipping them then clips at `max_norm / scale`: with the default scale,
+    `max_norm=1.0` effectively becomes 1.5e-5, so clipping is either a silent no-op or
+    crushes every update. `scaler.unscale_(optimizer)` divides the gradients back first;
+    `scaler.step` then knows not to unscale again.
+
+    ## Example
+    ```python
+    import torch
+
+    def train_step(model, loss, optimizer, scaler):
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def train_step(model, loss, optimizer, scaler):
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    Safe: the fix inserts `scaler.unscale_(optimizer)` on its own line just before the
+    clip, with the optimizer taken from the `scaler.step(optimizer)` call. The clip then
+    clips the real gradients, as the code evidently means, and `scaler.step` skips its
+    own unscaling (a test proves the resulting norms with torch).
+    """
+
+    code = "AMP301"
+    name = "clip-without-unscale"
+    summary = "Gradient clipping on still-scaled gradients"
+    triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        (
+            "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
+            "    scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n"
+            "    scaler.step(opt)\n    scaler.update()\n"
+        ),
+        (
+            "import torch\n\ndef step(m, loss, opt):\n    loss.backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    opt.step()\n"
+        ),
+        (
+            "def clip_grad_norm_(params, value):\n    pass\n\ndef step(m, loss, opt, scaler):\n"
+            "    scaler.scale(loss).backward()\n    clip_grad_norm_(m.parameters(), 1.0)\n"
+            "    scaler.step(opt)\n    scaler.update()\n"
+        ),
+        (
+            "def step(m, loss, opt, scaler, accelerator):\n    scaler.scale(loss).backward()\n"
+            "    accelerator.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            (
+                "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
+                "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
+            ),
+            fixed=(
+                "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
+                "    scaler.unscale_(opt)\n"
+                "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
+            ),
+        ),
+        Invalid(
+            (
+                "from torch.nn.utils import clip_grad_norm_\n\nclass T:\n    def train(self, loader):\n"
+                "        for i, (x, y) in enumerate(loader):\n"
+                "            self.scaler.scale(self.loss(x, y) / 4).backward()\n"
+                "            if (i + 1) % 4 == 0:\n"
+                "                grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)\n"
+                "                self.scaler.step(self.optimizer)\n                self.scaler.update()\n"
+            ),
+            fixed=(
+                "from torch.nn.utils import clip_grad_norm_\n\nclass T:\n    def train(self, loader):\n"
+                "        for i, (x, y) in enumerate(loader):\n"
+                "            self.scaler.scale(self.loss(x, y) / 4).backward()\n"
+                "            if (i + 1) % 4 == 0:\n"
+                "                self.scaler.unscale_(self.optimizer)\n"
+                "                grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)\n"
+                "                self.scaler.step(self.optimizer)\n                self.scaler.update()\n"
+            ),
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.qualified_name(node.func) not in CLIP_FUNCTIONS:
+            return
+        scalers = self.context.analysis.scalers
+        scope = enclosing_scope(self.context, node)
+        position = self.context.span(node)[0]
+        backwards = [
+            (self.context.span(call)[0], scaler)
+            for call, scaler in scalers.scaled_backwards
+            if enclosing_scope(self.context, call) is scope and self.context.span(call)[0] < position
+        ]
+        if not backwards:
+            return
+        backward_position, scaler = max(backwards, key=lambda item: item[0])
+        calls = [c for c in scalers.in_scope(scope) if c.scaler == scaler]
+        if any(c.method == "unscale_" and backward_position < self.context.span(c.call)[0] < position for c in calls):
+            return
+        steps = [c for c in calls if c.method == "step" and self.context.span(c.call)[0] > position]
+        if not steps:
+            return
+        step = min(steps, key=lambda c: self.context.span(c.call)[0])
+        fix = None
+        statement = statement_of(self.context, node)
+        if step.optimizer is not None and statement is not None:
+            line_start = self.context.line_start(self.context.span(statement)[0])
+            indent = self.context.indentation(statement)
+            optimizer = self.context.module.code_for_node(step.call.args[0].value)
+            fix = self.make_fix(
+                f"Insert `{scaler}.unscale_({optimizer})` before clipping",
+                [self.context.insert(line_start, f"{indent}{scaler}.unscale_({optimizer}){self.context.source.newline}")],
+            )
+        self.report(
+            node,
+            f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_(optimizer)` first",
+            fix=fix,
+        )

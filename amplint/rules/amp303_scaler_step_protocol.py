@@ -1,0 +1,269 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from amplint.analysis.names import dotted_name, last_name
+from amplint.analysis.scalers import ScalerCall
+from amplint.analysis.scopes import enclosing_scope, statement_list, statement_of
+from amplint.analysis.training import is_optimizer_construction, is_optimizer_name
+from amplint.analysis.values import assigned_values
+from amplint.diagnostics import Applicability, Fix
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+AMP_FLAG = re.compile(r"scaler|amp|fp16|half|mixed|precision", re.IGNORECASE)
+WRAPPERS = re.compile(r"prepare|wrap|initialize|deepspeed|fairseq|build_optimizer", re.IGNORECASE)
+
+
+class ScalerStepProtocol(Rule):
+    """## What it does
+    Flags three breaks of the GradScaler protocol (scale → backward → [unscale_] → step →
+    update):
+    - `scaler.step(optimizer)` where the file never calls `scaler.update()` (several
+      steps sharing one update is the multi-optimizer pattern and is fine);
+    - `optimizer.step()` in the block of a scaled backward (or a block nested under it)
+      in a function that never calls `scaler.step(...)`, so the optimizer steps on
+      scaled gradients;
+    - `scaler.unscale_(optimizer)` twice for the same optimizer in one straight-line
+      block with no `step`/`update` between.
+
+    Not flagged: an `optimizer.step()` under a condition that tests the scaler or an AMP
+    flag (`if scaler is None:`, `if not args.amp:`), optimizers wrapped by a library
+    that scales for you (bound from `accelerator.prepare(...)` and the like), and — a
+    decision of amplint's, stricter than the catalog — a `scaler.step` whose `update()`
+    is called anywhere in the file, even in another method.
+
+    ## Why is this bad?
+    Without `update()`, the next `scaler.step()` raises `RuntimeError: unscale_() has
+    already been called on this optimizer since the last update()`, and the scale never
+    adapts. A bare `optimizer.step()` applies gradients still multiplied by the loss
+    scale (65536 by default) and skips the inf/NaN check. A second `unscale_` raises.
+
+    ## Example
+    ```python
+    def train_step(loss, optimizer, scaler):
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+    ```
+
+    ## Use instead
+    ```python
+    def train_step(loss, optimizer, scaler):
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    Safe where unambiguous: a missing `update()` is added right after the last
+    `scaler.step(...)` of that block; `optimizer.step()` becomes
+    `scaler.step(optimizer)` (which unscales, skips steps with inf/NaN gradients and
+    otherwise steps exactly as before). A double `unscale_` has no fix: which call is
+    redundant needs the author.
+    """
+
+    code = "AMP303"
+    name = "scaler-step-protocol"
+    summary = "GradScaler protocol broken (step/update/unscale_)"
+    triggers = frozenset({"scale", "unscale_", "*scaler", "GradScaler"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+
+    VALID = (
+        "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+        (
+            "def f(loss, opt1, opt2, scaler):\n    scaler.scale(loss).backward()\n"
+            "    scaler.step(opt1)\n    scaler.step(opt2)\n    scaler.update()\n"
+        ),
+        (
+            "def f(loss, optimizer, scaler):\n    if scaler is not None:\n        scaler.scale(loss).backward()\n"
+            "        scaler.step(optimizer)\n        scaler.update()\n    else:\n        loss.backward()\n"
+            "        optimizer.step()\n"
+        ),
+        (
+            "def f(loss, scaler, accelerator, opt):\n    optimizer = accelerator.prepare(opt)\n"
+            "    scaler.scale(loss).backward()\n    optimizer.step()\n"
+        ),
+        (
+            "class T:\n    def step(self):\n        self.scaler.step(self.optimizer)\n\n"
+            "    def after(self):\n        self.scaler.update()\n"
+        ),
+        (
+            "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+            "    scaler.step(opt)\n    scaler.update()\n    scaler.unscale_(opt)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    log()\n",
+            fixed="def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n    log()\n",
+        ),
+        Invalid(
+            (
+                "import torch\nscaler = torch.amp.GradScaler('cuda')\nopt = torch.optim.AdamW(params)\n"
+                "for x in data:\n    scaler.scale(model(x)).backward()\n    opt.step()\n    opt.zero_grad()\n"
+            ),
+            fixed=(
+                "import torch\nscaler = torch.amp.GradScaler('cuda')\nopt = torch.optim.AdamW(params)\n"
+                "for x in data:\n    scaler.scale(model(x)).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n    opt.zero_grad()\n"
+            ),
+            count=1,
+        ),
+        Invalid(
+            (
+                "def f(loss, optimizer, scaler):\n    scaler.scale(loss).backward()\n    scaler.unscale_(optimizer)\n"
+                "    clip()\n    scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n    scaler.update()\n"
+            ),
+            fixed=None,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute):
+            return
+        method = node.func.attr.value
+        scalers = self.context.analysis.scalers
+        if method == "step" and not node.args and self._is_optimizer(node.func.value):
+            self._check_bare_step(node)
+            return
+        if method not in ("step", "unscale_") or not scalers.is_scaler(node.func.value):
+            return
+        call = next((c for c in scalers.calls if c.call is node), None)
+        if call is None:
+            return
+        if method == "step":
+            self._check_update(call)
+        else:
+            self._check_double_unscale(call)
+
+    # -- scaler.step without update -------------------------------------------------------------
+
+    def _check_update(self, call: ScalerCall) -> None:
+        if any(c.method == "update" and c.scaler == call.scaler for c in self.context.analysis.scalers.calls):
+            return
+        self.report(
+            call.call,
+            f"`{call.scaler}.step()` without `{call.scaler}.update()`: the next step raises and the scale never adapts",
+            fix=self._add_update_fix(call),
+        )
+
+    def _add_update_fix(self, call: ScalerCall) -> Fix | None:
+        statement = statement_of(self.context, call.call)
+        located = statement_list(self.context, statement) if statement is not None else None
+        if located is None:
+            return None
+        siblings, _ = located
+        steps = [
+            s
+            for s in siblings
+            if isinstance(s, cst.SimpleStatementLine)
+            and any(
+                isinstance(small, cst.Expr)
+                and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Attribute)
+                and small.value.func.attr.value == "step"
+                and dotted_name(small.value.func.value) == call.scaler
+                for small in s.body
+            )
+        ]
+        if not steps:
+            return None
+        last = steps[-1]
+        end = self.context.line_end(self.context.span(last)[1] - 1)
+        indent = self.context.indentation(last)
+        return self.make_fix(
+            f"Call `{call.scaler}.update()` after the step",
+            [self.context.insert(end, f"{indent}{call.scaler}.update(){self.context.source.newline}")],
+        )
+
+    # -- optimizer.step() after a scaled backward ---------------------------------------------------
+
+    def _is_optimizer(self, receiver: cst.BaseExpression) -> bool:
+        name = last_name(receiver) or ""
+        values = assigned_values(self.context, receiver) if isinstance(receiver, cst.Name) else []
+        if any(isinstance(v, cst.Call) and WRAPPERS.search(self.context.module.code_for_node(v.func)) for v in values):
+            return False
+        return is_optimizer_name(name) or any(is_optimizer_construction(self.context, v) for v in values)
+
+    def _check_bare_step(self, node: cst.Call) -> None:
+        scalers = self.context.analysis.scalers
+        scope = enclosing_scope(self.context, node)
+        statement = statement_of(self.context, node)
+        if statement is None:
+            return
+        for backward, scaler in scalers.scaled_backwards:
+            if enclosing_scope(self.context, backward) is not scope:
+                continue
+            if any(c.method == "step" and c.scaler == scaler for c in scalers.in_scope(scope)):
+                continue
+            backward_statement = statement_of(self.context, backward)
+            located = statement_list(self.context, backward_statement) if backward_statement else None
+            if located is None:
+                continue
+            siblings, index = located
+            path = self._path_within(statement, siblings[index + 1 :])
+            if path is None or any(
+                isinstance(step, (cst.If, cst.While)) and AMP_FLAG.search(self.context.module.code_for_node(step.test))
+                for step in path
+            ):
+                continue
+            optimizer = self.context.module.code_for_node(node.func.value)  # type: ignore[attr-defined]
+            replacement = f"{scaler}.step({optimizer})"
+            fixes = [self.context.replace(node, replacement)]
+            if not any(c.method == "update" and c.scaler == scaler for c in scalers.calls):
+                end = self.context.line_end(self.context.span(statement)[1] - 1)
+                indent = self.context.indentation(statement)
+                fixes.append(self.context.insert(end, f"{indent}{scaler}.update(){self.context.source.newline}"))
+            self.report(
+                node,
+                f"`{optimizer}.step()` after `{scaler}.scale(loss).backward()` steps on scaled gradients; "
+                f"use `{scaler}.step({optimizer})`",
+                fix=self.make_fix(f"Replace with `{replacement}`", fixes),
+            )
+            return
+
+    def _path_within(self, statement: cst.CSTNode, later: object) -> list[cst.CSTNode] | None:
+        """The compound statements between one of ``later`` and ``statement`` (None if not under them)."""
+        from amplint.analysis.compat import parents
+
+        parent_of = parents(self.context)
+        chain: list[cst.CSTNode] = []
+        current: cst.CSTNode | None = statement
+        while current is not None:
+            if current in later:  # type: ignore[operator]
+                return chain
+            if isinstance(current, (cst.FunctionDef, cst.Module)):
+                return None
+            if isinstance(current, cst.BaseCompoundStatement):
+                chain.append(current)
+            current = parent_of.get(current)
+        return None
+
+    # -- double unscale_ -------------------------------------------------------------------------
+
+    def _check_double_unscale(self, call: ScalerCall) -> None:
+        statement = statement_of(self.context, call.call)
+        located = statement_list(self.context, statement) if statement is not None else None
+        if located is None:
+            return
+        siblings, index = located
+        for previous in reversed(siblings[:index]):
+            code = self.context.module.code_for_node(previous)
+            if f"{call.scaler}.step(" in code or f"{call.scaler}.update(" in code:
+                return
+            if isinstance(previous, cst.BaseCompoundStatement):
+                return
+            for other in self.context.analysis.scalers.calls:
+                if (
+                    other.method == "unscale_"
+                    and other.scaler == call.scaler
+                    and other.optimizer == call.optimizer
+                    and statement_of(self.context, other.call) is previous
+                ):
+                    self.report(
+                        call.call,
+                        f"`{call.scaler}.unscale_({call.optimizer})` called twice before `step`: the second call raises",
+                    )
+                    return
