@@ -67,6 +67,8 @@ class Settings:
 
 def _specificity(selector: str, rule: type[Rule]) -> int:
     selector = selector.strip().upper()
+    if not selector:
+        return -1  # "" would otherwise be a prefix of every code
     if selector == "ALL":
         return 0
     if rule.code.startswith(selector):
@@ -111,8 +113,15 @@ def find_config(start: Path) -> Path | None:
             if name != "pyproject.toml":
                 return candidate
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+                data = tomllib.loads(text)
+            except (OSError, UnicodeDecodeError):
+                continue
+            except tomllib.TOMLDecodeError as error:
+                # Skipping a broken file that configures amplint would silently drop its
+                # ignores; one that does not mention amplint is none of our business.
+                if "amplint" in text:
+                    raise ConfigError(f"{candidate}: invalid TOML: {error}") from None
                 continue
             if "amplint" in data.get("tool", {}):
                 return candidate
@@ -170,9 +179,12 @@ def load_config(path: Path) -> Settings:
             raise ConfigError(f"{path}: 'max-file-size' must be a positive integer (bytes)")
         values["max_file_size"] = table["max-file-size"]
     settings = replace(settings, **values)
-    validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore))
-    for codes in settings.per_file_ignores.values():
-        validate_selectors(codes)
+    try:
+        validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore))
+        for codes in settings.per_file_ignores.values():
+            validate_selectors(codes)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
     return settings
 
 

@@ -1,9 +1,10 @@
 """Which files a run checks: Python files under the given paths, minus exclusions.
 
 Directories are walked without following symbolic links to directories (no loops);
-``.gitignore`` files from the repository root down are honoured; ``exclude`` and
-``extend-exclude`` are gitignore-style patterns relative to the project root. A file
-named explicitly is always checked unless ``force_exclude`` is set.
+inside a git repository, ``.gitignore`` files from the repository root down are
+honoured; ``exclude`` and ``extend-exclude`` are gitignore-style patterns relative to
+the project root. A file named explicitly is always checked unless ``force_exclude``
+is set.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
 
 
 class _Ignorer:
-    def __init__(self, settings: Settings) -> None:
-        self.root = Path(settings.project_root).resolve()
+    def __init__(self, settings: Settings, anchor: Path | None = None) -> None:
+        # With an anchor (an excluded directory the user named explicitly), patterns are
+        # matched below it only, so that its own exclusion does not empty it.
+        self.anchor = anchor
+        self.root = anchor if anchor is not None else Path(settings.project_root).resolve()
         self.exclude = _spec([*settings.exclude, *settings.extend_exclude])
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[Path, list[Path]] = {}
 
     def _gitignore(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._gitignores:
@@ -65,6 +70,8 @@ class _Ignorer:
         if not self.respect_gitignore:
             return False
         for directory in self._git_dirs(path.parent):
+            if self.anchor is not None and not directory.is_relative_to(self.anchor):
+                continue
             spec = self._gitignore(directory)
             rel = self._relative(path, directory)
             if spec is not None and rel is not None and spec.match_file(rel + suffix):
@@ -72,13 +79,21 @@ class _Ignorer:
         return False
 
     def _git_dirs(self, directory: Path) -> list[Path]:
-        """Directories from the enclosing git repository root down to ``directory``."""
-        chain: list[Path] = []
-        for candidate in (directory, *directory.parents):
-            chain.append(candidate)
-            if (candidate / ".git").exists():
-                return list(reversed(chain))
-        return [directory]
+        """Directories from the enclosing git repository root down to ``directory``.
+
+        Outside a git repository there are none: like git and Ruff, ``.gitignore``
+        files mean nothing there (``exclude`` still applies).
+        """
+        if directory not in self._chains:
+            chain: list[Path] = []
+            found: list[Path] = []
+            for candidate in (directory, *directory.parents):
+                chain.append(candidate)
+                if (candidate / ".git").exists():
+                    found = list(reversed(chain))
+                    break
+            self._chains[directory] = found
+        return self._chains[directory]
 
 
 def _walk(directory: Path, ignorer: _Ignorer) -> Iterator[Path]:
@@ -111,9 +126,12 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
             continue
         absolute = path.absolute()
         if path.is_dir():
-            if settings.force_exclude and ignorer.excluded(absolute, is_dir=True):
-                continue
-            found = _walk(path, ignorer)
+            if ignorer.excluded(absolute, is_dir=True):
+                if settings.force_exclude:
+                    continue
+                found = _walk(path, _Ignorer(settings, anchor=absolute))
+            else:
+                found = _walk(path, ignorer)
         else:
             if settings.force_exclude and ignorer.excluded(absolute, is_dir=False):
                 continue
@@ -125,3 +143,9 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
                 result.files.append(file)
     result.files.sort(key=lambda p: p.as_posix())
     return result
+
+
+def is_excluded(path: str, settings: Settings) -> bool:
+    """Whether ``exclude``/``extend-exclude`` or a ``.gitignore`` excludes ``path``
+    (used for ``--stdin-filename`` with ``--force-exclude``)."""
+    return _Ignorer(settings).excluded(Path(path).absolute(), is_dir=False)

@@ -1,0 +1,144 @@
+"""``sarif``: SARIF 2.1.0, the format GitHub code scanning and other dashboards import.
+
+Paths are URIs relative to ``%SRCROOT%`` (``$GITHUB_WORKSPACE`` or the current
+directory, declared in ``originalUriBaseIds``); files outside it get absolute ``file:``
+URIs. Columns count Unicode code points (``columnKind``). Every fixable result carries
+its fix as ``fixes[].artifactChanges[].replacements``; an unsafe fix says so in the fix's
+``properties.applicability``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Sequence
+
+from amplint import __version__
+from amplint.diagnostics import Diagnostic
+from amplint.docs import render_rule_page, rule_url
+from amplint.output.model import Sourced
+from amplint.output.paths import annotation_root, file_uri, relative_uri
+from amplint.rules import all_rules
+from amplint.rules.base import Rule
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/amplint/amplint"
+SRCROOT = "%SRCROOT%"
+
+
+def _section(rule: type[Rule], title: str) -> str:
+    page = inspect.cleandoc(rule.__doc__ or "")
+    match = re.search(
+        rf"^## {re.escape(title)}\s*\n(.*?)(?=^## |\Z)", page, re.DOTALL | re.MULTILINE
+    )
+    if match is None:
+        return ""
+    first_paragraph = match.group(1).strip().split("\n\n")[0]
+    return " ".join(first_paragraph.split())
+
+
+def rule_descriptor(rule: type[Rule]) -> dict[str, object]:
+    page = render_rule_page(rule)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": _section(rule, "What it does") or rule.summary},
+        "help": {"text": page, "markdown": page},
+        "helpUri": rule_url(rule.code),
+        "defaultConfiguration": {"level": "error", "enabled": rule.default_enabled},
+        "properties": {"fix": rule.fix_availability.value},
+    }
+
+
+def _region(start_row: int, start_column: int, end_row: int, end_column: int) -> dict[str, int]:
+    return {
+        "startLine": start_row,
+        "startColumn": start_column,
+        "endLine": end_row,
+        "endColumn": end_column,
+    }
+
+
+def _artifact(path: str) -> dict[str, str]:
+    relative = relative_uri(path)
+    if relative is None:
+        return {"uri": file_uri(path)}
+    return {"uri": relative, "uriBaseId": SRCROOT}
+
+
+def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, object]:
+    artifact = _artifact(d.path) if d.path != "-" else {"uri": "stdin"}
+    result: dict[str, object] = {
+        "ruleId": d.code,
+        "level": "error",
+        "message": {"text": d.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": artifact,
+                    "region": _region(
+                        d.location.row, d.location.column, d.end_location.row, d.end_location.column
+                    ),
+                }
+            }
+        ],
+    }
+    if d.code in index:
+        result["ruleIndex"] = index[d.code]
+    if d.fix is not None and d.fix.edits:
+        result["fixes"] = [
+            {
+                "description": {"text": d.fix.message},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": artifact,
+                        "replacements": [
+                            {
+                                "deletedRegion": _region(
+                                    e.location.row,
+                                    e.location.column,
+                                    e.end_location.row,
+                                    e.end_location.column,
+                                ),
+                                "insertedContent": {"text": e.content},
+                            }
+                            for e in sorted(d.fix.edits, key=lambda edit: (edit.start, edit.end))
+                        ],
+                    }
+                ],
+                "properties": {"applicability": d.fix.applicability.value},
+            }
+        ]
+    return result
+
+
+def sarif_document(items: Sequence[Sourced], *, successful: bool = True) -> dict[str, object]:
+    rules = [rule_descriptor(rule) for rule in all_rules()]
+    index = {rule.code: position for position, rule in enumerate(all_rules())}
+    root = annotation_root().as_uri().rstrip("/") + "/"
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "amplint",
+                        "informationUri": INFORMATION_URI,
+                        "version": __version__,
+                        "rules": rules,
+                    }
+                },
+                "invocations": [{"executionSuccessful": successful}],
+                "originalUriBaseIds": {SRCROOT: {"uri": root}},
+                "columnKind": "unicodeCodePoints",
+                "results": [_result(item.diagnostic, index) for item in items],
+            }
+        ],
+    }
+
+
+def format_sarif(items: Sequence[Sourced], *, successful: bool = True) -> str:
+    return json.dumps(sarif_document(items, successful=successful), indent=2) + "\n"

@@ -1,0 +1,169 @@
+"""Which files a run checks: walking, default exclusions, ``exclude`` patterns,
+``.gitignore`` (inside git repositories only), explicit paths and ``--force-exclude``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from amplint.engine.config import Settings
+from amplint.engine.discovery import discover, is_excluded
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def touch(root: Path, *names: str) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+
+
+def found(paths: list[str], **settings: object) -> list[str]:
+    result = discover(paths, Settings(project_root=str(Path.cwd()), **settings))  # type: ignore[arg-type]
+    assert result.errors == []
+    return [path.as_posix() for path in result.files]
+
+
+def test_walks_python_files_sorted_and_skips_the_rest(tree: Path) -> None:
+    touch(tree, "b.py", "a/z.pyi", "a/y.py", "notes.txt", "script", "setup.cfg", "a/b/c.py")
+    assert found(["."]) == ["a/b/c.py", "a/y.py", "a/z.pyi", "b.py"]
+
+
+def test_default_exclusions(tree: Path) -> None:
+    touch(
+        tree,
+        "keep.py",
+        ".venv/lib/x.py",
+        "venv/x.py",
+        "build/x.py",
+        "dist/x.py",
+        "node_modules/x.py",
+        "pkg/__pycache__/x.py",
+        "lib/site-packages/x.py",
+        ".git/hooks/x.py",
+        ".tox/x.py",
+        ".amplint_cache/x.py",
+        ".ipynb_checkpoints/x.py",
+        "pkg/build/x.py",  # a basename pattern excludes at any depth
+    )
+    assert found(["."]) == ["keep.py"]
+
+
+def test_explicit_paths_are_checked_despite_exclusions_unless_forced(tree: Path) -> None:
+    touch(tree, "build/gen.py", "build/__pycache__/x.py", "keep.py", "data.txt")
+    assert found(["build/gen.py"]) == ["build/gen.py"]
+    # A named excluded directory is walked; exclusions still apply inside it.
+    assert found(["build"]) == ["build/gen.py"]
+    # An explicitly named file is checked whatever its suffix (as Ruff does).
+    assert found(["data.txt"]) == ["data.txt"]
+    assert found(["build/gen.py"], force_exclude=True) == []
+    assert found(["build"], force_exclude=True) == []
+    assert found(["build/gen.py", "keep.py"], force_exclude=True) == ["keep.py"]
+
+
+def test_exclude_replaces_and_extend_exclude_adds(tree: Path) -> None:
+    touch(tree, "build/x.py", "gen/a_pb2.py", "gen/keep.py", "src/gen/b_pb2.py", "src/y.py")
+    assert found(["."], exclude=()) == [
+        "build/x.py",
+        "gen/a_pb2.py",
+        "gen/keep.py",
+        "src/gen/b_pb2.py",
+        "src/y.py",
+    ]
+    # Slash patterns are anchored at the project root; the others match at any depth.
+    assert found(["."], extend_exclude=("gen/*_pb2.py",)) == [
+        "gen/keep.py",
+        "src/gen/b_pb2.py",
+        "src/y.py",
+    ]
+    assert found(["."], extend_exclude=("*_pb2.py",)) == ["gen/keep.py", "src/y.py"]
+
+
+def test_exclude_patterns_are_relative_to_the_project_root(tree: Path) -> None:
+    touch(tree, "proj/gen/x.py", "proj/src/y.py")
+    settings = Settings(project_root=str(tree / "proj"), extend_exclude=("/gen",))
+    result = discover(["proj"], settings)
+    assert [p.as_posix() for p in result.files] == ["proj/src/y.py"]
+
+
+def test_gitignore_is_honoured_inside_a_git_repository(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    touch(
+        tree,
+        "keep.py",
+        "ignored.py",
+        "data/x.py",
+        "pkg/keep.py",
+        "pkg/local.py",
+        "pkg/sub/local.py",
+        "pkg/important.py",
+        "other/local.py",
+    )
+    (tree / ".gitignore").write_text("ignored.py\ndata/\n*.py[cod]\n")
+    # A nested .gitignore applies beneath its own directory only; negation works.
+    (tree / "pkg" / ".gitignore").write_text("local.py\nimp*.py\n!important.py\n")
+    assert found(["."]) == ["keep.py", "other/local.py", "pkg/important.py", "pkg/keep.py"]
+    assert found(["."], respect_gitignore=False) == [
+        "data/x.py",
+        "ignored.py",
+        "keep.py",
+        "other/local.py",
+        "pkg/important.py",
+        "pkg/keep.py",
+        "pkg/local.py",
+        "pkg/sub/local.py",
+    ]
+    # Explicit paths are checked anyway, unless exclusions are forced.
+    assert found(["ignored.py"]) == ["ignored.py"]
+    assert found(["data"]) == ["data/x.py"]
+    assert found(["data"], force_exclude=True) == []
+    assert found(["ignored.py", "data/x.py"], force_exclude=True) == []
+
+
+def test_gitignore_found_from_a_subdirectory_of_the_repository(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    (tree / ".gitignore").write_text("generated/\n")
+    touch(tree, "src/generated/x.py", "src/y.py")
+    os.chdir(tree / "src")
+    assert found(["."]) == ["y.py"]
+
+
+def test_gitignore_outside_a_git_repository_means_nothing(tree: Path) -> None:
+    touch(tree, "ignored.py", "sub/ignored.py")
+    (tree / ".gitignore").write_text("ignored.py\n")
+    assert found(["."]) == ["ignored.py", "sub/ignored.py"]
+
+
+def test_missing_paths_are_errors_and_the_rest_is_still_found(tree: Path) -> None:
+    touch(tree, "a.py")
+    result = discover(["nope.py", "a.py"], Settings(project_root=str(tree)))
+    assert [p.as_posix() for p in result.files] == ["a.py"]
+    assert result.errors == ["nope.py: no such file or directory"]
+
+
+def test_duplicates_are_checked_once(tree: Path) -> None:
+    touch(tree, "pkg/a.py", "pkg/b.py")
+    assert found(["pkg", "pkg/a.py", "./pkg/b.py"]) == ["pkg/a.py", "pkg/b.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_symlinked_directories_are_not_followed_and_loops_end(tree: Path) -> None:
+    touch(tree, "pkg/a.py", "elsewhere/b.py")
+    (tree / "pkg" / "loop").symlink_to(tree / "pkg", target_is_directory=True)
+    (tree / "pkg" / "link").symlink_to(tree / "elsewhere", target_is_directory=True)
+    (tree / "pkg" / "alias.py").symlink_to(tree / "elsewhere" / "b.py")
+    assert found(["pkg"]) == ["pkg/a.py", "pkg/alias.py"]
+
+
+def test_is_excluded_for_stdin_names(tree: Path) -> None:
+    settings = Settings(project_root=str(tree), extend_exclude=("legacy/",))
+    assert is_excluded("legacy/train.py", settings)
+    assert is_excluded("build/x.py", settings)
+    assert not is_excluded("src/train.py", settings)
