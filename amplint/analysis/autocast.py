@@ -1,30 +1,58 @@
 """Autocast blocks: which statements run under autocast, on which device, in which dtype.
 
-Analysis API (``context.analysis.autocast``):
+Analysis API (``context.analysis.autocast``, an :class:`AutocastAnalysis`):
 
-- ``autocast_use(expr)`` classifies an expression used as a ``with`` item: an
-  ``AutocastUse`` (device types, dtypes, disabled?, the call, the conditional that
-  selects it) or None when it is not an autocast.
-- ``blocks`` lists every ``AutocastBlock`` (a ``with`` statement item that is an
-  autocast) in source order; ``blocks_in(scope)`` those of one function or the module.
-- ``enclosing(node)`` is the innermost block whose *body* contains ``node``.
+- ``blocks``: every :class:`AutocastBlock` of the file in source order. A block is one
+  ``with`` item that is an autocast; ``block.statement`` is the ``with`` statement,
+  ``block.item`` the item, ``block.use`` what is known about it, ``block.disabled``
+  whether it is an autocast-disabled region (``enabled=False`` literally).
+- ``blocks_in(scope)``: the blocks whose ``with`` statement belongs to ``scope`` (a
+  ``FunctionDef``, or the ``Module`` for module-level code; nested functions are their
+  own scopes). ``blocks_of(with_statement)``: the blocks of one ``with`` statement.
+- ``enclosing(node)``: the innermost block whose *body* contains ``node`` (a function
+  or class defined under autocast does not run there), or None.
+  ``in_disabled_region(node)``: is that block an autocast-disabled region?
+- ``autocast_use(expr)``: classify any expression as a ``with`` item: an
+  :class:`AutocastUse` or None. ``use.call`` is the autocast call node (for a
+  conditional, the call in its autocast branch; for ``functools.partial``, the call of
+  the partial object), ``use.device_expr`` / ``use.dtype_expr`` / ``use.enabled_expr``
+  the argument expressions (positional or keyword, old or new parameter order),
+  ``use.device_types`` / ``use.dtypes`` the statically known values as sets of strings
+  (``"cuda"``, ``"float16"``, ``"bfloat16"``) or None when unknown, ``use.conditional``
+  the ``a if test else b`` that selects it, ``use.deprecated`` for
+  ``torch.{cuda,cpu}.amp.autocast``, ``use.method`` for ``<obj>.autocast(...)``.
+- ``call_arguments(call, NEW_ORDER | OLD_ORDER)``: parameter name → argument expression.
 
-An autocast is any spelling of ``torch.autocast`` / ``torch.amp.autocast`` / the
-deprecated ``torch.{cuda,cpu}.amp.autocast``, any ``<obj>.autocast(...)`` method
-(Accelerate, Fabric: device and dtype unknown), a name bound once in scope to one of
-these or to ``functools.partial`` of one (then called), or a conditional expression with
-one as a branch (``nullcontext() if device_type == "cpu" else torch.amp.autocast(...)``).
+An autocast (RULES.md "An autocast block") is a call of any spelling of
+``torch.autocast`` / ``torch.amp.autocast`` / the deprecated
+``torch.{cuda,cpu}.amp.autocast``; any ``<obj>.autocast(...)`` method (Accelerate,
+Fabric: device and dtype unknown); a name bound in the same function or module to one of
+these, or to ``functools.partial`` of one (then called); a conditional expression with
+one of these as a branch (``nullcontext() if device_type == "cpu" else
+torch.amp.autocast(...)``), written directly as the ``with`` item or bound to a name.
+A name bound several times counts when every binding is an autocast or a no-op context
+(``nullcontext()``, ``contextlib.suppress``): ``amp_autocast = suppress`` then
+``amp_autocast = partial(torch.autocast, ...)`` on one branch is timm's spelling of
+that conditional.
+
+Device type and dtype are known when given as literals, or as names bound once in
+scope to literals, to a conditional of literals, or to a literal-valued dict lookup. A
+missing dtype is the device's default (``torch.get_autocast_dtype``, verified on torch
+2.13: float16 on cuda, mps, xpu, mtia; bfloat16 on cpu, hpu, xla). When several
+autocasts may be selected, the sets are their union (unknown if any is unknown).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from amplint.analysis.scopes import enclosing_scope, index_of
-from amplint.analysis.values import bool_value, dtype_values, single_binding, string_values
+from amplint.analysis.compat import parents
+from amplint.analysis.scopes import Scope, enclosing_scope, index_of
+from amplint.analysis.values import bool_value, dtype_values, plain_bindings, string_values
 from amplint.engine.context import FileContext
 
 AUTOCAST_CALLABLES = frozenset(
@@ -45,29 +73,50 @@ IMPLIED_DEVICE = {
     "torch.cpu.amp.autocast": "cpu",
     "torch.cpu.amp.autocast_mode.autocast": "cpu",
 }
-# torch.get_autocast_dtype(device) when nothing was set (verified on torch 2.13).
-DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16", "mps": "float16", "xpu": "bfloat16"}
+# torch.get_autocast_dtype(device) when nothing was set (verified on torch 2.13; a test
+# re-checks it against the installed torch).
+DEFAULT_DTYPE = {
+    "cuda": "float16",
+    "cpu": "bfloat16",
+    "mps": "float16",
+    "xpu": "float16",
+    "mtia": "float16",
+    "hpu": "bfloat16",
+    "xla": "bfloat16",
+}
 # New-style positional order: autocast(device_type, dtype, enabled, cache_enabled).
 NEW_ORDER = ("device_type", "dtype", "enabled", "cache_enabled")
+# Deprecated torch.{cuda,cpu}.amp.autocast(enabled, dtype, cache_enabled).
 OLD_ORDER = ("enabled", "dtype", "cache_enabled")
+# Context managers that do nothing: the other branch of "autocast or not".
+NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
+PARTIALS = frozenset({"functools.partial"})
+_MAX_DEPTH = 6
 
 
 @dataclass(frozen=True)
 class AutocastUse:
+    """What is statically known about one autocast used as a ``with`` item."""
+
     call: cst.Call | None
     device_types: frozenset[str] | None  # None: unknown
     dtypes: frozenset[str] | None  # None: unknown
-    disabled: bool  # enabled=False literally
+    disabled: bool  # enabled=False literally (every selectable autocast)
     device_expr: cst.BaseExpression | None = None
     dtype_expr: cst.BaseExpression | None = None
     enabled_expr: cst.BaseExpression | None = None
     conditional: cst.IfExp | None = None  # `a if test else b` selecting it
-    deprecated: bool = False
+    deprecated: bool = False  # torch.{cuda,cpu}.amp.autocast
     method: bool = False  # <obj>.autocast(...): not torch's own
+    # When one of several autocasts is selected (both branches of a conditional, or
+    # several bindings of a name): each of them; the fields above are their union.
+    alternatives: tuple[AutocastUse, ...] = ()
 
 
 @dataclass(frozen=True)
 class AutocastBlock:
+    """One ``with`` item that is an autocast; its body is ``statement.body``."""
+
     statement: cst.With
     item: cst.WithItem
     use: AutocastUse
@@ -94,54 +143,145 @@ def call_arguments(call: cst.Call, order: tuple[str, ...]) -> dict[str, cst.Base
     return mapped
 
 
+def _union(sets: Sequence[frozenset[str] | None]) -> frozenset[str] | None:
+    if any(values is None for values in sets):
+        return None
+    return frozenset().union(*sets)  # type: ignore[arg-type]
+
+
+def merge(uses: Sequence[AutocastUse]) -> AutocastUse:
+    """One use standing for whichever of ``uses`` runs."""
+    if len(uses) == 1:
+        return uses[0]
+    first = uses[0]
+    return replace(
+        first,
+        device_types=_union([use.device_types for use in uses]),
+        dtypes=_union([use.dtypes for use in uses]),
+        disabled=all(use.disabled for use in uses),
+        deprecated=any(use.deprecated for use in uses),
+        method=all(use.method for use in uses),
+        alternatives=tuple(uses),
+    )
+
+
+class _NoOp:
+    """Marks a no-op context (or context factory) among the alternatives."""
+
+
+_NO_OP = _NoOp()
+
+
 class AutocastAnalysis:
     def __init__(self, context: FileContext) -> None:
         self.context = context
 
     # -- classification -------------------------------------------------------------------
 
-    def autocast_use(self, expr: cst.BaseExpression, depth: int = 0) -> AutocastUse | None:
-        if depth > 4:
+    def autocast_use(self, expr: cst.BaseExpression) -> AutocastUse | None:
+        """What ``expr``, used as a ``with`` item, is: an autocast, or None."""
+        found = self._context_value(expr, 0)
+        return found if isinstance(found, AutocastUse) else None
+
+    def _context_value(self, expr: cst.BaseExpression, depth: int) -> AutocastUse | _NoOp | None:
+        """A context-manager value: an autocast, a no-op context, or None (anything else)."""
+        if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.IfExp):
-            for branch in (expr.body, expr.orelse):
-                use = self.autocast_use(branch, depth + 1)
-                if use is not None:
-                    return AutocastUse(**{**use.__dict__, "conditional": expr})
-            return None
+            return self._conditional(expr, depth)
         if isinstance(expr, cst.Name):
-            bound = single_binding(self.context, expr)
-            return self.autocast_use(bound, depth + 1) if bound is not None else None
+            return self._from_bindings(expr, depth)
         if not isinstance(expr, cst.Call):
             return None
-        return self._from_call(expr, depth)
-
-    def _from_call(self, call: cst.Call, depth: int) -> AutocastUse | None:
-        qualified = self.context.names.resolve(call.func)
-        if qualified in AUTOCAST_CALLABLES:
-            return self._torch_autocast(call, qualified or "", call)
-        if qualified == "functools.partial" or (
-            isinstance(call.func, cst.Name) and call.func.value == "partial" and qualified is None
+        if self.context.names.resolve(expr.func) in NO_OP_CONTEXTS:
+            return _NO_OP
+        factory = self._factory(expr.func, depth + 1)
+        if isinstance(factory, _NoOp):
+            return _NO_OP
+        if factory is not None:
+            return factory(expr)
+        if (
+            isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "autocast"
+            and self.context.names.resolve(expr.func) is None
         ):
-            return None  # a partial object itself is not a context manager
-        if isinstance(call.func, cst.Name):
-            # ctx = functools.partial(torch.autocast, "cuda", dtype=...); with ctx():
-            bound = single_binding(self.context, call.func)
-            if isinstance(bound, cst.Call) and self.context.names.resolve(bound.func) == "functools.partial":
-                if bound.args and self.context.names.resolve(bound.args[0].value) in AUTOCAST_CALLABLES:
-                    inner = self.context.names.resolve(bound.args[0].value) or ""
-                    merged = bound.with_changes(args=(*bound.args[1:], *call.args))
-                    return self._torch_autocast(merged, inner, call)
-            return None
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "autocast" and qualified is None:
-            return AutocastUse(call=call, device_types=None, dtypes=None, disabled=False, method=True)
+            return AutocastUse(call=expr, device_types=None, dtypes=None, disabled=False, method=True)
         return None
 
-    def _torch_autocast(self, call: cst.Call, qualified: str, reported: cst.Call) -> AutocastUse:
+    def _factory(self, func: cst.BaseExpression, depth: int) -> _Factory | _NoOp | None:
+        """What calling ``func`` makes: a function from the call to its autocast use."""
+        if depth > _MAX_DEPTH:
+            return None
+        qualified = self.context.names.resolve(func)
+        if qualified in AUTOCAST_CALLABLES:
+            return _Factory(self, qualified or "", ())
+        if qualified in NO_OP_CONTEXTS:
+            return _NO_OP
+        if isinstance(func, cst.Call) and self.context.names.resolve(func.func) in PARTIALS:
+            # functools.partial(torch.autocast, "cuda", dtype=...)
+            if not func.args or func.args[0].keyword is not None or func.args[0].star:
+                return None
+            inner = self.context.names.resolve(func.args[0].value)
+            if inner in AUTOCAST_CALLABLES:
+                return _Factory(self, inner or "", tuple(func.args[1:]))
+            return None
+        if isinstance(func, cst.IfExp):
+            return self._conditional_factory(func, depth)
+        if isinstance(func, cst.Name):
+            return self._factory_from_bindings(func, depth)
+        return None
+
+    def _conditional(self, expr: cst.IfExp, depth: int) -> AutocastUse | _NoOp | None:
+        found = [self._context_value(branch, depth + 1) for branch in (expr.body, expr.orelse)]
+        uses = [value for value in found if isinstance(value, AutocastUse)]
+        if not uses:
+            return _NO_OP if all(isinstance(value, _NoOp) for value in found) else None
+        # One autocast branch is enough, whatever the other is (RULES.md).
+        return replace(merge(uses), conditional=expr)
+
+    def _from_bindings(self, name: cst.Name, depth: int) -> AutocastUse | _NoOp | None:
+        values = plain_bindings(self.context, name)
+        if values is None:
+            return None
+        found = [self._context_value(value, depth + 1) for value in values]
+        if any(value is None for value in found):
+            return None  # bound to something else on some path
+        uses = [value for value in found if isinstance(value, AutocastUse)]
+        return merge(uses) if uses else _NO_OP
+
+    def _conditional_factory(self, func: cst.IfExp, depth: int) -> _Factory | _NoOp | None:
+        found = [self._factory(branch, depth + 1) for branch in (func.body, func.orelse)]
+        if any(value is None for value in found):
+            return None
+        factories = [value for value in found if isinstance(value, _Factory)]
+        if not factories:
+            return _NO_OP
+        return _Choice(self, factories, func)
+
+    def _factory_from_bindings(self, name: cst.Name, depth: int) -> _Factory | _NoOp | None:
+        values = plain_bindings(self.context, name)
+        if values is None:
+            return None
+        found = [self._factory(value, depth + 1) for value in values]
+        if any(value is None for value in found):
+            return None
+        factories = [value for value in found if isinstance(value, _Factory)]
+        if not factories:
+            return _NO_OP
+        return factories[0] if len(factories) == 1 and len(found) == 1 else _Choice(self, factories, None)
+
+    def torch_autocast(self, call: cst.Call, qualified: str, reported: cst.Call) -> AutocastUse:
+        """The use of torch's autocast ``qualified`` called with ``call``'s arguments."""
         implied = IMPLIED_DEVICE.get(qualified)
         arguments = call_arguments(call, OLD_ORDER if implied else NEW_ORDER)
         if arguments is None:
-            return AutocastUse(call=reported, device_types=None, dtypes=None, disabled=False, deprecated=bool(implied))
+            return AutocastUse(
+                call=reported,
+                device_types=frozenset({implied}) if implied else None,
+                dtypes=None,
+                disabled=False,
+                deprecated=bool(implied),
+            )
         device_expr = arguments.get("device_type")
         devices: frozenset[str] | None
         if implied:
@@ -190,16 +330,23 @@ class AutocastAnalysis:
             table.setdefault(block.statement, []).append(block)
         return table
 
+    @functools.cached_property
+    def _by_scope(self) -> dict[cst.CSTNode, list[AutocastBlock]]:
+        table: dict[cst.CSTNode, list[AutocastBlock]] = {}
+        for block in self.blocks:
+            table.setdefault(enclosing_scope(self.context, block.statement), []).append(block)
+        return table
+
     def blocks_of(self, statement: cst.With) -> list[AutocastBlock]:
+        """The autocast items of one ``with`` statement (usually zero or one)."""
         return self._by_statement.get(statement, [])
 
-    def blocks_in(self, scope: cst.CSTNode) -> list[AutocastBlock]:
-        return [block for block in self.blocks if enclosing_scope(self.context, block.statement) is scope]
+    def blocks_in(self, scope: Scope | cst.CSTNode) -> list[AutocastBlock]:
+        """The blocks whose ``with`` statement is in ``scope`` (a function or the module)."""
+        return self._by_scope.get(scope, [])
 
     def enclosing(self, node: cst.CSTNode) -> AutocastBlock | None:
         """The innermost autocast block whose body contains ``node``."""
-        from amplint.analysis.compat import parents
-
         parent_of = parents(self.context)
         child = node
         current = parent_of.get(node)
@@ -216,3 +363,29 @@ class AutocastAnalysis:
     def in_disabled_region(self, node: cst.CSTNode) -> bool:
         block = self.enclosing(node)
         return block is not None and block.disabled
+
+
+class _Factory:
+    """A callable that makes a torch autocast: the autocast itself, or a partial of it."""
+
+    def __init__(self, analysis: AutocastAnalysis, qualified: str, bound_args: tuple[cst.Arg, ...]) -> None:
+        self.analysis = analysis
+        self.qualified = qualified
+        self.bound_args = bound_args
+
+    def __call__(self, call: cst.Call) -> AutocastUse:
+        merged = call.with_changes(args=(*self.bound_args, *call.args)) if self.bound_args else call
+        return self.analysis.torch_autocast(merged, self.qualified, call)
+
+
+class _Choice(_Factory):
+    """One of several autocast factories (``torch.autocast if amp else nullcontext``)."""
+
+    def __init__(self, analysis: AutocastAnalysis, factories: list[_Factory], conditional: cst.IfExp | None) -> None:
+        super().__init__(analysis, factories[0].qualified, factories[0].bound_args)
+        self.factories = factories
+        self.conditional = conditional
+
+    def __call__(self, call: cst.Call) -> AutocastUse:
+        use = merge([factory(call) for factory in self.factories])
+        return replace(use, conditional=self.conditional) if self.conditional is not None else use

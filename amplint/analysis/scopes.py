@@ -77,14 +77,14 @@ def statement_of(context: FileContext, node: cst.CSTNode) -> cst.BaseStatement |
     current: cst.CSTNode | None = node
     while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         current = _parent(context, current)
-    return current  # type: ignore[return-value]
+    return current
 
 
 def statement_list(context: FileContext, statement: cst.BaseStatement) -> tuple[Sequence[cst.BaseStatement], int] | None:
     """The list of statements that holds ``statement`` (a block body or the module), and its index."""
     parent = _parent(context, statement)
     body: Sequence[cst.BaseStatement] | None = None
-    if isinstance(parent, cst.Module) or isinstance(parent, cst.IndentedBlock):
+    if isinstance(parent, (cst.Module, cst.IndentedBlock)):
         body = parent.body
     if body is None:
         return None

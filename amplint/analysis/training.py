@@ -1,5 +1,19 @@
 """Training facts: backward calls, losses, optimizer steps, and inference-only code.
 
+Analysis API (``context.analysis.training``, a :class:`TrainingAnalysis`):
+
+- ``statements(scope)``: the statements of a function (or the module) in source order,
+  compound statements before the statements they hold; nested functions and classes are
+  listed but not entered (they are their own scopes).
+- ``backward_calls`` / ``scope_backward_calls(scope)``: tensor backwards.
+  ``delegated_backward_calls``: ``accelerator.backward(loss)``-style calls.
+- ``optimizer_steps`` / ``scope_optimizer_steps(scope)``: ``opt.step()`` and
+  ``scaler.step(opt)``; ``optimizer_names``: dotted names bound to a ``torch.optim``
+  construction (``optimizer``, ``self.optimizer``).
+- ``loss_names(scope)``: names the scope binds to a loss computation.
+- ``trains`` (the file) / ``scope_trains(scope)``; ``in_inference(node)``.
+- ``is_accumulation_test(expr)``: ``(step + 1) % accum == 0`` and its variants.
+
 A *tensor backward* is ``<expr>.backward()`` with no positional argument (keywords such
 as ``retain_graph=`` allowed), including ``scaler.scale(loss).backward()``, or
 ``torch.autograd.backward(...)``. ``accelerator.backward(loss)`` takes the loss as an
@@ -15,13 +29,17 @@ import re
 
 import libcst as cst
 
-from amplint.analysis.names import last_name
+from amplint.analysis.names import dotted_name, last_name
 from amplint.analysis.scopes import enclosing_scope, index_of
 from amplint.analysis.values import single_binding
 from amplint.engine.context import FileContext
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
-EVALUATION_NAME = re.compile(r"^_*(eval|valid|test|infer|predict|sample|export|save)", re.IGNORECASE)
+# Function names that mark evaluation-only code: at the start or after an underscore
+# (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
+EVALUATION_NAME = re.compile(
+    r"(?:^|_)(eval|valid|val|test|infer|inference|predict|sample|export|save|generate)", re.IGNORECASE
+)
 FUNCTIONAL_LOSSES = frozenset(
     {
         "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "kl_div",
@@ -56,7 +74,13 @@ def is_optimizer_construction(context: FileContext, expr: cst.BaseExpression | N
     if not isinstance(expr, cst.Call):
         return False
     qualified = context.names.resolve(expr.func) or ""
-    return qualified.startswith("torch.optim.") and qualified.split(".")[-1][:1].isupper()
+    parts = qualified.split(".")
+    # torch.optim.lr_scheduler.StepLR and swa_utils.SWALR step too, but are not optimizers.
+    return (
+        qualified.startswith("torch.optim.")
+        and parts[-1][:1].isupper()
+        and not {"lr_scheduler", "swa_utils"} & set(parts)
+    )
 
 
 def is_loss_module_construction(context: FileContext, expr: cst.BaseExpression) -> bool:
@@ -85,9 +109,96 @@ def is_loss_call(context: FileContext, call: cst.Call) -> bool:
     return lowered == "criterion" or ("loss" in lowered and not lowered.startswith(("get_", "log", "print")))
 
 
+def is_accumulation_test(expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a gradient-accumulation test: ``(step + 1) % accum == 0``,
+    ``step % accum == 0``, ``not (i + 1) % n`` (possibly ``or``-ed with a last-step test)?"""
+    if isinstance(expr, cst.BooleanOperation):
+        return is_accumulation_test(expr.left) or is_accumulation_test(expr.right)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return _is_modulo(expr.expression)
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        comparison = expr.comparisons[0]
+        sides = (expr.left, comparison.comparator)
+        return isinstance(comparison.operator, (cst.Equal, cst.NotEqual)) and any(
+            _is_modulo(side) for side in sides
+        )
+    return False
+
+
+def _is_modulo(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
+
+
+class _Statements(cst.CSTVisitor):
+    def __init__(self, root: cst.CSTNode) -> None:
+        self.root = root
+        self.found: list[cst.BaseStatement] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and node is not self.root:
+            self.found.append(node)
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            return not isinstance(node, cst.SimpleStatementLine)
+        return not isinstance(node, cst.BaseExpression)
+
+
 class TrainingAnalysis:
     def __init__(self, context: FileContext) -> None:
         self.context = context
+        self._statements: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+
+    def statements(self, scope: cst.CSTNode) -> list[cst.BaseStatement]:
+        """The statements of ``scope`` (a function or the module) in source order."""
+        cached = self._statements.get(scope)
+        if cached is None:
+            collector = _Statements(scope)
+            (scope.body if isinstance(scope, cst.FunctionDef) else scope).visit(collector)
+            cached = self._statements[scope] = collector.found
+        return cached
+
+    @functools.cached_property
+    def delegated_backward_calls(self) -> list[cst.Call]:
+        """``accelerator.backward(loss)``, ``optimizer.backward(loss)``: the library runs it."""
+        return [
+            call
+            for call in index_of(self.context).calls
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "backward"
+            and not is_tensor_backward(self.context, call)
+        ]
+
+    @functools.cached_property
+    def optimizer_names(self) -> frozenset[str]:
+        """Dotted targets assigned a ``torch.optim`` construction (``self.optimizer``)."""
+        names = set()
+        for assign in index_of(self.context).assigns:
+            if is_optimizer_construction(self.context, assign.value):
+                for target in assign.targets:
+                    spelled = dotted_name(target.target)
+                    if spelled:
+                        names.add(spelled)
+        return frozenset(names)
+
+    def loss_names(self, scope: cst.CSTNode) -> frozenset[str]:
+        """Names ``scope`` binds to a loss computation (``loss = criterion(out, y)``)."""
+        names = set()
+        for assign in index_of(self.context).assigns:
+            if not isinstance(assign.value, cst.Call) or not is_loss_call(self.context, assign.value):
+                continue
+            if enclosing_scope(self.context, assign) is not scope:
+                continue
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    names.add(target.target.value)
+        return frozenset(names)
+
+    def scope_optimizer_steps(self, scope: cst.CSTNode) -> list[cst.Call]:
+        return [call for call in self.optimizer_steps if enclosing_scope(self.context, call) is scope]
+
+    def scope_trains(self, scope: cst.CSTNode) -> bool:
+        """Does ``scope`` itself run a tensor backward or step an optimizer?"""
+        return bool(self.scope_backward_calls(scope) or self.scope_optimizer_steps(scope))
 
     @functools.cached_property
     def backward_calls(self) -> list[cst.Call]:
@@ -132,7 +243,7 @@ class TrainingAnalysis:
                     if isinstance(item.item, cst.Call) and self.context.names.resolve(item.item.func) in NO_GRAD:
                         return True
             if isinstance(current, cst.FunctionDef):
-                if EVALUATION_NAME.match(current.name.value):
+                if EVALUATION_NAME.search(current.name.value):
                     return True
                 for decorator in current.decorators:
                     target = decorator.decorator

@@ -32,7 +32,7 @@ _MAX_DEPTH = 8
 
 
 def _scopes(context: FileContext) -> Mapping[cst.CSTNode, Scope | None]:
-    return context.wrapper.resolve(ScopeProvider)  # type: ignore[return-value]
+    return context.wrapper.resolve(ScopeProvider)
 
 
 def _parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
@@ -40,7 +40,10 @@ def _parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
 
 
 def assigned_values(context: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
-    """Every value ``name`` is bound to by plain assignment in its scope (others skipped)."""
+    """Every value ``name`` is bound to by assignment in its scope (others skipped).
+
+    For tuple unpacking the value is the whole right-hand side.
+    """
     scope = _scopes(context).get(name)
     values: list[cst.BaseExpression] = []
     if scope is None:
@@ -49,6 +52,9 @@ def assigned_values(context: FileContext, name: cst.Name) -> list[cst.BaseExpres
         if not isinstance(assignment, Assignment):
             continue
         parent = _parents(context).get(assignment.node)
+        # `model, optimizer = wrap(model, optimizer)`: the whole right-hand side.
+        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+            parent = _parents(context).get(parent)
         statement = _parents(context).get(parent) if isinstance(parent, cst.AssignTarget) else parent
         if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is not None:
             values.append(statement.value)
@@ -74,6 +80,31 @@ def single_binding(context: FileContext, name: cst.Name) -> cst.BaseExpression |
     return None
 
 
+def plain_bindings(context: FileContext, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """Every value ``name`` is bound to in its scope, when each binding is a plain
+    ``name = value`` (one target) or ``name: T = value``; None when any is something else
+    (an import, a loop target, tuple unpacking, ``+=``, a parameter, a ``def``)."""
+    scope = _scopes(context).get(name)
+    if scope is None:
+        return None
+    values: list[cst.BaseExpression] = []
+    for assignment in scope[name.value]:
+        if not isinstance(assignment, Assignment):
+            return None
+        target = assignment.node
+        parent = _parents(context).get(target)
+        if isinstance(parent, cst.AssignTarget):
+            statement = _parents(context).get(parent)
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+                values.append(statement.value)
+                continue
+        if isinstance(parent, cst.AnnAssign) and parent.target is target and parent.value is not None:
+            values.append(parent.value)
+            continue
+        return None
+    return values or None
+
+
 def string_values(context: FileContext, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
     """The possible string values of ``node``, or None when not statically known."""
     if depth > _MAX_DEPTH:
@@ -87,6 +118,24 @@ def string_values(context: FileContext, node: cst.BaseExpression, depth: int = 0
     if isinstance(node, cst.Name):
         bound = single_binding(context, node)
         return string_values(context, bound, depth + 1) if bound is not None else None
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
+        # {"gpu": "cuda", "cpu": "cpu"}[accelerator]: the chosen value when the key is
+        # known, else any of them.
+        table: dict[str | None, frozenset[str]] = {}
+        for element in node.value.elements:
+            if not isinstance(element, cst.DictElement):
+                return None
+            found = string_values(context, element.value, depth + 1)
+            if found is None:
+                return None
+            key = element.key.evaluated_value if isinstance(element.key, cst.SimpleString) else None
+            table[key if isinstance(key, str) else None] = table.get(key if isinstance(key, str) else None, frozenset()) | found
+        if not table:
+            return None
+        keys = _dict_lookup_keys(context, node)
+        if keys is not None and None not in table and keys <= table.keys():
+            return frozenset().union(*(table[key] for key in keys))
+        return frozenset().union(*table.values())
     return None
 
 
@@ -127,12 +176,17 @@ def dtype_values(context: FileContext, node: cst.BaseExpression, depth: int = 0)
             if chosen:
                 return frozenset(chosen)
         return frozenset(values)
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr":
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "getattr"
+        and len(node.args) == 2
+        and context.names.resolve(node.args[0].value) == "torch"
+    ):
         # getattr(torch, "bfloat16")
-        if len(node.args) == 2 and context.names.resolve(node.args[0].value) == "torch":
-            names = string_values(context, node.args[1].value, depth + 1)
-            if names is not None and all(name in DTYPE_ALIASES for name in names):
-                return frozenset(DTYPE_ALIASES[name] for name in names)
+        names = string_values(context, node.args[1].value, depth + 1)
+        if names is not None and all(name in DTYPE_ALIASES for name in names):
+            return frozenset(DTYPE_ALIASES[name] for name in names)
     return None
 
 
