@@ -192,3 +192,15 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert first.startswith(b"m.py:2:5: AMP002")
     assert "Traceback" not in stderr
     assert process.returncode == 1
+
+
+def test_the_cli_reference_documents_every_option() -> None:
+    reference = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    for name in ("check", "fix"):
+        command = cli.commands[name]
+        for parameter in command.params:
+            for option in [*parameter.opts, *parameter.secondary_opts]:
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}" in reference, f"docs/cli.md does not mention {option}"
+    for name in cli.commands:
+        assert f"`amplint {name}" in reference, f"docs/cli.md does not mention `amplint {name}`"

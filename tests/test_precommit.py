@@ -1,0 +1,150 @@
+"""The hooks in ``.pre-commit-hooks.yaml``, run by real pre-commit from a throwaway git
+repository, the way a user's ``.pre-commit-config.yaml`` would run them.
+
+pre-commit installs amplint into an environment of its own with pip, so this test
+needs the package index (or pip's cache); when pip cannot reach it the test is
+skipped, while any other installation failure fails it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD = "import torch\nd = torch.get_autocast_gpu_dtype()\n"
+FIXED = 'import torch\nd = torch.get_autocast_dtype("cuda")\n'
+GOOD = "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+NETWORK_TROUBLE = (
+    "Could not find a version that satisfies",
+    "No matching distribution found",
+    "NewConnectionError",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+)
+
+pytest.importorskip("pre_commit", reason="pre-commit is not installed")
+yaml = pytest.importorskip("yaml")  # pre-commit's own dependency
+if shutil.which("git") is None:  # pragma: no cover - every CI machine has git
+    pytest.skip("git is not installed", allow_module_level=True)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=amplint", "-c", "user.email=amplint@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def snapshot_of_this_checkout(destination: Path) -> str:
+    """A one-commit repository holding this working tree (committed or not); its sha."""
+    try:
+        listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    except (subprocess.CalledProcessError, OSError):
+        pytest.skip("not a git checkout of amplint")
+    for name in sorted(set(filter(None, listed.split("\0")))):
+        source = ROOT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    git(destination, "init", "-q")
+    git(destination, "add", "-A")
+    git(destination, "commit", "-q", "-m", "snapshot")
+    return git(destination, "rev-parse", "HEAD").strip()
+
+
+def test_hook_definitions() -> None:
+    hooks = {
+        hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    }
+    assert set(hooks) == {"amplint", "amplint-fix"}
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["require_serial"] is False
+        # pre-commit names files explicitly; exclusions must still apply to them.
+        assert "--force-exclude" in hook["entry"].split()
+    assert hooks["amplint"]["entry"].split()[:2] == ["amplint", "check"]
+    assert hooks["amplint-fix"]["entry"].split()[:3] == ["amplint", "fix", "--apply"]
+
+
+def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
+    source = tmp_path / "amplint-src"
+    source.mkdir()
+    sha = snapshot_of_this_checkout(source)
+
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "bad.py").write_text(BAD)
+    (project / "good.py").write_text(GOOD)
+    (project / "stub.pyi").write_text(BAD)
+    (project / "notes.txt").write_text(BAD)  # not Python: pre-commit must not pass it
+    (project / "build").mkdir()
+    (project / "build" / "gen.py").write_text(BAD)  # excluded by default, even when named
+    (project / ".pre-commit-config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "repos": [
+                    {
+                        "repo": str(source),
+                        "rev": sha,
+                        "hooks": [{"id": "amplint"}, {"id": "amplint-fix"}],
+                    }
+                ]
+            }
+        )
+    )
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "start")
+
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "NO_COLOR": "1"}
+    env.pop("AMPLINT_OUTPUT_FORMAT", None)
+
+    def pre_commit(hook: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", hook, "--all-files", "--color", "never"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+
+    check = pre_commit("amplint")
+    if check.returncode == 3:  # pre-commit's own failure: installing the environment
+        log = tmp_path / "pre-commit-home" / "pre-commit.log"
+        details = check.stdout + check.stderr + (log.read_text() if log.exists() else "")
+        if any(marker in details for marker in NETWORK_TROUBLE):
+            pytest.skip("pip could not reach the package index to install the hook")
+        pytest.fail(f"pre-commit could not install amplint:\n{details}")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "bad.py:2:5: AMP002" in check.stdout
+    assert "stub.pyi:2:5: AMP002" in check.stdout
+    assert "good.py" not in check.stdout
+    assert "notes.txt" not in check.stdout
+    assert "gen.py" not in check.stdout
+
+    fix = pre_commit("amplint-fix")
+    assert fix.returncode == 1, fix.stdout + fix.stderr  # files were modified
+    assert (project / "bad.py").read_text() == FIXED
+    assert (project / "stub.pyi").read_text() == FIXED
+    assert (project / "good.py").read_text() == GOOD
+    assert (project / "notes.txt").read_text() == BAD
+    assert (project / "build" / "gen.py").read_text() == BAD
+
+    again = pre_commit("amplint")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert pre_commit("amplint-fix").returncode == 0
