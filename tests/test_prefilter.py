@@ -1,20 +1,26 @@
 """The pre-filter never drops a file that a rule would fire on.
 
-Every rule runs with the pre-filter bypassed on every text we have: its own examples,
-every rule's examples and page blocks, and every fixture. Whenever it reports, the
-pre-filter must have kept it.
+Every rule runs with the pre-filter bypassed on every text we have: every rule's
+examples, fixed outputs and page blocks, every fixture, and every multi-line string in
+the test suite that parses as Python. Whenever it reports, the pre-filter must have kept
+it. The registry is iterated, so rules added later are covered too.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from pathlib import Path
+from typing import cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amplint.engine.linter import lint_source
-from amplint.engine.prefilter import rules_for
+from amplint.engine.prefilter import _occurs, rules_for
 from amplint.engine.source import decode
 from amplint.rules import Rule, all_rules
 
@@ -31,11 +37,33 @@ def _corpus() -> list[tuple[str, str]]:
         texts += [(f"{rule.code}-page-{i}", block) for i, block in enumerate(_BLOCK.findall(inspect.cleandoc(rule.__doc__ or "")))]
     for path in sorted((ROOT / "fixtures").glob("*.py")):
         texts.append((path.name, path.read_text(encoding="utf-8")))
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        texts += [(f"{path.name}-string-{i}", text) for i, text in enumerate(_python_strings(path))]
     return texts
+
+
+def _python_strings(path: Path) -> list[str]:
+    """Multi-line string literals of a test module that are themselves Python sources."""
+    sources: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value:
+            text = textwrap.dedent(node.value)
+            try:
+                ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            sources.append(text)
+    return sources
 
 
 CORPUS = _corpus()
 RULES = [r for r in all_rules() if r.triggers]
+
+
+def test_corpus_reaches_test_sources() -> None:
+    # Guards the corpus builder itself: if it silently found nothing, the proof would be hollow.
+    assert sum(1 for name, _ in CORPUS if "-string-" in name) >= 20
+    assert sum(1 for name, _ in CORPUS if name.endswith(".py")) >= 3
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +92,43 @@ def test_prefilter_skips_text_without_trigger_words() -> None:
 def test_suffix_triggers_match_identifiers_ending_in_them() -> None:
     kept = {r.code for r in rules_for("self.loss_scaler.step(optimizer)\n", all_rules())}
     assert "AMP303" in kept
+
+
+class _AutocastOnly:
+    triggers = frozenset({"autocast"})
+
+
+def test_trigger_words_must_be_whole_identifiers() -> None:
+    stub = cast(type[Rule], _AutocastOnly)
+    assert rules_for("with torch.autocast('cuda'):\n    pass\n", [stub]) == [stub]
+    for near_miss in ("my_autocast_helper", "autocasting", "xautocast"):
+        assert rules_for(f"with torch.{near_miss}('cuda'):\n    pass\n", [stub]) == []
+
+
+class _Stub:
+    """Just what the pre-filter reads of a rule: its trigger words and further clauses."""
+
+    triggers = frozenset({"autocast"})
+    requires = (frozenset({"backward"}), frozenset({"*scaler", "GradScaler"}))
+
+
+def test_every_required_clause_must_occur() -> None:
+    stub = cast(type[Rule], _Stub)
+    assert rules_for("autocast backward grad_scaler", [stub]) == [stub]
+    assert rules_for("autocast backward GradScaler", [stub]) == [stub]
+    assert rules_for("autocast grad_scaler", [stub]) == []
+    assert rules_for("backward grad_scaler", [stub]) == []
+    assert rules_for("autocast backward scalers", [stub]) == []
+
+
+_WORDISH = st.sampled_from(["half", "scaler", "_", "x", "1", "é", " ", ".", "(", "\n", "#", "'", "grad_", "ß"])
+
+
+@given(pieces=st.lists(_WORDISH, max_size=12), word=st.sampled_from(["half", "scaler", "*scaler", "*half"]))
+def test_occurs_agrees_with_the_regex_definition(pieces: list[str], word: str) -> None:
+    text = "".join(pieces)
+    if word.startswith("*"):
+        expected = re.search(r"\w*" + re.escape(word[1:]) + r"\b", text) is not None
+    else:
+        expected = re.search(r"\b" + re.escape(word) + r"\b", text) is not None
+    assert _occurs(word, text) is expected

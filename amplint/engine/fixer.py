@@ -3,20 +3,23 @@
 Each pass lints, keeps the fixes the user allowed, and applies every group of fixes
 whose edits do not overlap edits already taken (identical edits, such as the same
 ``import torch`` line from several fixes, are applied once). Overlapping fixes wait for
-the next pass, which lints the new text afresh. A pass whose result does not parse is
-retried group by group, and groups that break the file are dropped and reported.
+the next pass, which lints the new text afresh. A pass whose result does not parse (or
+no longer compiles, for a file CPython compiled) is retried group by group, and the
+groups that break the file are dropped and reported. A fix whose own edits overlap
+each other is a bug in its rule: it is dropped and reported too. When the passes run
+out before the fixes stop coming, that is reported, because fixing again would change
+the file again.
 """
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from amplint.diagnostics import Diagnostic, Edit, Fix
-from amplint.engine.linter import LintResult, lint_source
+from amplint.engine.linter import LintResult, cpython_compiles, lint_source, run_deep
 from amplint.engine.source import SourceFile
 from amplint.rules.base import Rule
 
@@ -43,10 +46,15 @@ class FixOutcome:
     def fix_count(self) -> int:
         return sum(self.applied.values())
 
+    def fail(self, diagnostic: Diagnostic, message: str) -> None:
+        failure = FixFailure(diagnostic.code, diagnostic.location.row, diagnostic.location.column, message)
+        if failure not in self.failures:
+            self.failures.append(failure)
+
 
 def _conflicts(edit: Edit, taken: Sequence[Edit]) -> bool:
     for other in taken:
-        if edit == other:
+        if edit == other or edit is other:
             continue
         if edit.start == edit.end and other.start == other.end:
             if edit.start == other.start:
@@ -62,27 +70,41 @@ def _conflicts(edit: Edit, taken: Sequence[Edit]) -> bool:
     return False
 
 
+def _fix(diagnostic: Diagnostic) -> Fix:
+    assert diagnostic.fix is not None
+    return diagnostic.fix
+
+
 def _groups(diagnostics: Sequence[Diagnostic]) -> list[list[Diagnostic]]:
     by_key: dict[str, list[Diagnostic]] = {}
     for index, diagnostic in enumerate(diagnostics):
-        assert diagnostic.fix is not None
-        key = diagnostic.fix.isolation or f"#{index}"
+        key = _fix(diagnostic).isolation or f"#{index}"
         by_key.setdefault(key, []).append(diagnostic)
     groups = list(by_key.values())
-    groups.sort(key=lambda group: min(edit.start for d in group for edit in d.fix.edits))  # type: ignore[union-attr]
+    groups.sort(key=lambda group: min(edit.start for d in group for edit in _fix(d).edits))
     return groups
 
 
+def _group_edits(group: Sequence[Diagnostic]) -> list[Edit]:
+    edits: list[Edit] = []
+    for diagnostic in group:
+        for edit in _fix(diagnostic).edits:
+            if edit not in edits:
+                edits.append(edit)
+    return edits
+
+
+def _self_conflicting(group: Sequence[Diagnostic]) -> bool:
+    edits = _group_edits(group)
+    return any(_conflicts(edit, edits) for edit in edits)
+
+
 def select_edits(diagnostics: Sequence[Diagnostic]) -> tuple[list[Edit], list[list[Diagnostic]]]:
+    """The edits of every group that fits beside the groups before it, and those groups."""
     taken: list[Edit] = []
     applied: list[list[Diagnostic]] = []
     for group in _groups(diagnostics):
-        edits: list[Edit] = []
-        for diagnostic in group:
-            fix: Fix = diagnostic.fix  # type: ignore[assignment]
-            for edit in fix.edits:
-                if edit not in edits:
-                    edits.append(edit)
+        edits = _group_edits(group)
         if any(_conflicts(edit, edits) for edit in edits) or any(_conflicts(edit, taken) for edit in edits):
             continue
         taken.extend(edit for edit in edits if edit not in taken)
@@ -93,7 +115,7 @@ def select_edits(diagnostics: Sequence[Diagnostic]) -> tuple[list[Edit], list[li
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     pieces: list[str] = []
     cursor = 0
-    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+    for edit in sorted(set(edits), key=lambda e: (e.start, e.end)):
         pieces.append(text[cursor : edit.start])
         pieces.append(edit.content)
         cursor = max(cursor, edit.end)
@@ -102,21 +124,24 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 
 def parses(text: str, check_ast: bool) -> bool:
+    """Does ``text`` parse with libcst (and compile with CPython, if ``check_ast``)?"""
+    return bool(run_deep(_parses, text, check_ast))
+
+
+def _parses(text: str, check_ast: bool) -> bool:
+    if check_ast and cpython_compiles(text) is not None:
+        return False
     try:
         cst.parse_module(text)
-        if check_ast:
-            ast.parse(text)
-    except (SyntaxError, cst.ParserSyntaxError, RecursionError, ValueError):
+    except Exception:  # noqa: BLE001 - whatever the reason, this text is not written
         return False
     return True
 
 
-def _compiles(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, RecursionError, ValueError):
-        return False
-    return True
+def _key(diagnostic: Diagnostic, text: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A fix's identity that survives other fixes shifting it: what it replaces, with what."""
+    edits = tuple((text[edit.start : edit.end], edit.content) for edit in _fix(diagnostic).edits)
+    return diagnostic.code, _fix(diagnostic).message, edits
 
 
 def fix_source(
@@ -128,33 +153,69 @@ def fix_source(
     max_passes: int = MAX_PASSES,
 ) -> FixOutcome:
     """Fix ``source`` with every allowed fix; ``allow`` decides per diagnostic."""
-    check_ast = _compiles(source.text)
+    return run_deep(_fix_source, path, source, rules, allow, max_passes)
+
+
+def _fix_source(
+    path: str,
+    source: SourceFile,
+    rules: Sequence[type[Rule]],
+    allow: Callable[[Diagnostic], bool],
+    max_passes: int,
+) -> FixOutcome:
     outcome = FixOutcome(text=source.text)
-    rejected: set[tuple[str, str, tuple[Edit, ...]]] = set()
+    rejected: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
     current = source
+    check_ast: bool | None = None
     for _ in range(max_passes):
         result = lint_source(path, current, rules)
         outcome.remaining = result
+        if check_ast is None:
+            check_ast = result.compiles
         candidates = [
             d
             for d in result.diagnostics
-            if d.fix is not None and allow(d) and (d.code, d.message, d.fix.edits) not in rejected
+            if d.fix is not None and allow(d) and _key(d, current.text) not in rejected
         ]
-        if not candidates or not result.parsed:
+        if not result.parsed:
             return outcome
+        if result.unfixable is not None:
+            outcome.failures.append(FixFailure("", 1, 1, result.unfixable))
+            return outcome
+        if not candidates:
+            return outcome
+        for group in _groups(candidates):
+            if _self_conflicting(group):
+                for diagnostic in group:
+                    rejected.add(_key(diagnostic, current.text))
+                    outcome.fail(diagnostic, f"fix '{_fix(diagnostic).message}' has overlapping edits; skipped")
         edits, groups = select_edits(candidates)
+        if not groups:
+            return outcome
         new_text = apply_edits(current.text, edits)
         if not parses(new_text, check_ast):
             new_text, groups = _apply_one_by_one(current.text, groups, check_ast, outcome, rejected)
         if new_text == current.text:
+            if not groups:
+                continue  # every fix of this pass was rejected; the others may still fit
             return outcome
         for group in groups:
             for diagnostic in group:
                 outcome.applied[diagnostic.code] = outcome.applied.get(diagnostic.code, 0) + 1
-        current = SourceFile(new_text, current.encoding, current.bom, current.newline)
+        current = current.with_text(new_text)
         outcome.text = new_text
     outcome.remaining = lint_source(path, current, rules)
-    outcome.converged = not any(d.fix is not None and allow(d) for d in outcome.remaining.diagnostics)
+    leftover = [d for d in outcome.remaining.diagnostics if d.fix is not None and allow(d) and _key(d, current.text) not in rejected]
+    outcome.converged = not leftover
+    if leftover:
+        outcome.failures.append(
+            FixFailure(
+                leftover[0].code,
+                leftover[0].location.row,
+                leftover[0].location.column,
+                f"fixes did not settle after {max_passes} passes; fixing again would change the file again",
+            )
+        )
     return outcome
 
 
@@ -163,25 +224,17 @@ def _apply_one_by_one(
     groups: list[list[Diagnostic]],
     check_ast: bool,
     outcome: FixOutcome,
-    rejected: set[tuple[str, str, tuple[Edit, ...]]],
+    rejected: set[tuple[str, str, tuple[tuple[str, str], ...]]],
 ) -> tuple[str, list[list[Diagnostic]]]:
     kept: list[list[Diagnostic]] = []
     kept_edits: list[Edit] = []
     for group in groups:
-        group_edits = [edit for d in group for edit in d.fix.edits]  # type: ignore[union-attr]
-        trial_edits = kept_edits + [edit for edit in group_edits if edit not in kept_edits]
+        trial_edits = kept_edits + [edit for edit in _group_edits(group) if edit not in kept_edits]
         if parses(apply_edits(text, trial_edits), check_ast):
             kept.append(group)
             kept_edits = trial_edits
             continue
         for diagnostic in group:
-            rejected.add((diagnostic.code, diagnostic.message, diagnostic.fix.edits))  # type: ignore[union-attr]
-            outcome.failures.append(
-                FixFailure(
-                    diagnostic.code,
-                    diagnostic.location.row,
-                    diagnostic.location.column,
-                    f"fix '{diagnostic.fix.message}' would produce invalid code; skipped",  # type: ignore[union-attr]
-                )
-            )
+            rejected.add(_key(diagnostic, text))
+            outcome.fail(diagnostic, f"fix '{_fix(diagnostic).message}' would produce invalid code; skipped")
     return apply_edits(text, kept_edits), kept

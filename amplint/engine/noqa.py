@@ -11,6 +11,7 @@ _NOQA = re.compile(
     re.IGNORECASE,
 )
 _SPLIT = re.compile(r"[\s,]+")
+_MAYBE_NOQA = re.compile(r"noqa", re.IGNORECASE)
 
 ALL = frozenset({"*"})
 
@@ -22,7 +23,7 @@ def parse_noqa_comment(comment: str) -> frozenset[str] | None:
         return None
     codes = match.group("codes")
     if codes is None:
-        # "# noqa:" followed by nothing recognisable is treated like Ruff does: bare.
+        # A colon followed by nothing recognisable is treated like Ruff does: bare.
         return ALL
     return frozenset(code.upper() for code in _SPLIT.split(codes.strip()) if code)
 
@@ -30,15 +31,21 @@ def parse_noqa_comment(comment: str) -> frozenset[str] | None:
 def noqa_lines(text: str) -> dict[int, frozenset[str]]:
     """Map 1-based row → suppressed codes, for every row with a noqa comment."""
     result: dict[int, frozenset[str]] = {}
+    if "#" not in text or not _MAYBE_NOQA.search(text):
+        return result
+    # One "\n" per line break keeps row numbers (a lone "\r" ends a line too) while
+    # sparing tokenize the line endings it does not split on.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.COMMENT:
                 codes = parse_noqa_comment(token.string)
                 if codes is not None:
                     result[token.start[0]] = codes
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError, ValueError):
         # Tokenize is stricter than the parser on some valid files; fall back to lines.
-        for row, line in enumerate(text.splitlines(), start=1):
+        # split("\n"), not splitlines(): form feeds and other separators are not line breaks.
+        for row, line in enumerate(text.split("\n"), start=1):
             if "#" in line:
                 codes = parse_noqa_comment(line[line.index("#") :])
                 if codes is not None:

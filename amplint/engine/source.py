@@ -14,10 +14,17 @@ import tokenize
 from dataclasses import dataclass
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# Codecs for which a successful decode guarantees that encoding gives the bytes back.
+_BIJECTIVE = frozenset({"utf-8", "ascii"})
 
 
 class SourceError(Exception):
     """The file cannot be turned into text; the message is shown to the user."""
+
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.row = row
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,9 @@ class SourceFile:
     encoding: str  # codec used to decode, without the BOM ("utf-8", "latin-1", ...)
     bom: bool
     newline: str
+    # False when encoding the decoded text would not give the original bytes back (a
+    # cookie naming a codec such as ``unicode_escape``): such a file is never rewritten.
+    round_trips: bool = True
 
     def encode(self, text: str) -> bytes:
         try:
@@ -34,30 +44,56 @@ class SourceFile:
             raise SourceError(f"fixed source cannot be encoded as {self.encoding}: {error}") from None
         return codecs.BOM_UTF8 + data if self.bom else data
 
+    def with_text(self, text: str) -> SourceFile:
+        return SourceFile(text, self.encoding, self.bom, self.newline, self.round_trips)
+
 
 def detect_newline(text: str) -> str:
     match = _NEWLINE.search(text)
     return match.group(0) if match else "\n"
 
 
+def _position(data: bytes, index: int) -> tuple[int, int]:
+    """1-based row and column of byte ``index`` (columns counted in bytes)."""
+    before = data[:index]
+    row = len(_NEWLINE.findall(before.decode("latin-1"))) + 1
+    line_start = max(before.rfind(b"\n"), before.rfind(b"\r")) + 1
+    return row, index - line_start + 1
+
+
 def decode(data: bytes) -> SourceFile:
     """Decode per PEP 263: a BOM or coding cookie in the first two lines, else UTF-8."""
-    if b"\x00" in data:
-        raise SourceError("source contains NUL bytes")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        # CPython refuses these too ("source code cannot contain null bytes").
+        raise SourceError("source contains NUL bytes", *_position(data, nul))
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         raise SourceError(f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
+    except (LookupError, UnicodeError) as error:
+        raise SourceError(f"invalid encoding declaration: {error}") from None
     bom = encoding == "utf-8-sig"
     if bom:
         encoding = "utf-8"
         data = data[len(codecs.BOM_UTF8) :]
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
+    except UnicodeDecodeError as error:
         hint = "" if encoding != "utf-8" else " (add a PEP 263 coding cookie if it is not UTF-8)"
-        raise SourceError(f"cannot decode as {encoding}: {error}{hint}") from None
-    return SourceFile(text=text, encoding=encoding, bom=bom, newline=detect_newline(text))
+        row, column = _position(data, error.start)
+        raise SourceError(f"cannot decode as {encoding}: {error.reason} at byte {error.start}{hint}", row, column) from None
+    except (LookupError, UnicodeError) as error:
+        raise SourceError(f"cannot decode as {encoding}: {error}") from None
+    round_trips = encoding in _BIJECTIVE or _encodes_back(text, encoding, data)
+    return SourceFile(text=text, encoding=encoding, bom=bom, newline=detect_newline(text), round_trips=round_trips)
+
+
+def _encodes_back(text: str, encoding: str, data: bytes) -> bool:
+    try:
+        return text.encode(encoding) == data
+    except (UnicodeError, LookupError):
+        return False
 
 
 def line_starts(text: str) -> list[int]:
