@@ -27,6 +27,7 @@ from types import FrameType
 import pathspec
 
 from amplint.diagnostics import Applicability, Diagnostic
+from amplint.engine.cache import ResultsCache, digest
 from amplint.engine.config import Settings, select_rules
 from amplint.engine.fixer import FixFailure, fix_source
 from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR, file_diagnostic, lint_source
@@ -268,9 +269,59 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
 
 
 def run(paths: Sequence[str], job: Job, *, jobs: int | None = None, cache_dir: str | None = None) -> Iterator[FileReport]:
-    """The one entry point for running over files (the CLI calls this).
+    """The one entry point for running over files (the CLI calls this); reports in order.
 
-    ``cache_dir`` enables the results cache (None: no cache).
+    ``cache_dir`` enables the results cache (None: no cache, e.g. ``--no-cache``). A file
+    whose bytes were checked before with the same amplint and settings is not parsed
+    again. The cache holds check results; ``fix`` uses them for files with nothing it may
+    fix (whose fix result is the check result), and stores what it computes for files
+    it left unchanged.
     """
-    del cache_dir  # the cache is not implemented yet
-    yield from run_files(paths, job, jobs)
+    if cache_dir is None:
+        yield from run_files(paths, job, jobs)
+        return
+    cache = ResultsCache(cache_dir, job.settings)
+    allow = _allowed(job.unsafe_fixes or job.settings.unsafe_fixes)
+    # First pass: which files are hits. Only their digests and diagnostics are kept, so
+    # memory does not grow with the size of the tree.
+    hits: dict[int, tuple[str, list[Diagnostic]]] = {}
+    for index, path in enumerate(paths):
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue  # the worker reports the read error
+        cached = cache.load(path, data)
+        if cached is not None and (job.mode is Mode.CHECK or not any(allow(d) for d in cached)):
+            hits[index] = (digest(data), cached)
+    computed = run_files([path for index, path in enumerate(paths) if index not in hits], job, jobs)
+    for index, path in enumerate(paths):
+        hit = hits.pop(index, None)
+        report = _from_cache(path, job, *hit) if hit is not None else None
+        if report is None:
+            report = next(computed) if hit is None else process_path(path, job)
+            _remember(cache, report, job)
+        yield report
+
+
+def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic]) -> FileReport | None:
+    """The report of a cache hit, re-reading the file: None if it changed since the lookup."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if digest(data) != expected:
+        return None
+    report = FileReport(path=path, diagnostics=diagnostics, original=data)
+    if len(data) <= job.settings.max_file_size:
+        # The text is what outputs quote the diagnostics from, exactly as without a cache.
+        with contextlib.suppress(SourceError):
+            report.old_text = report.new_text = decode(data).text
+    return report
+
+
+def _remember(cache: ResultsCache, report: FileReport, job: Job) -> None:
+    if report.original is None or report.internal_error:
+        return  # unreadable, or a crash that may not happen again
+    if job.mode is Mode.FIX and (report.fixed is not None or report.fixes_applied or report.fix_failures):
+        return  # the diagnostics are those of the fixed text, not of the bytes read
+    cache.store(report.path, report.original, report.diagnostics)
