@@ -32,6 +32,7 @@ from amplint.docs import fix_label, render_rule_page, rule_url
 from amplint.engine.config import ConfigError, Settings, resolve_settings, validate_selectors
 from amplint.engine.discovery import discover, is_excluded
 from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR
+from amplint.engine.progress import progress
 from amplint.engine.runner import (
     FileReport,
     Job,
@@ -538,7 +539,11 @@ def _run_paths(options: Options, settings: Settings, mode: str, printer: Printer
     started = time.perf_counter()
     reports: list[FileReport] = []
     write_failed = False
-    for report in run(files, _job(settings, mode), jobs=jobs, cache_dir=cache_dir):
+    # A person at a terminal sees progress on long runs; scripts and machine formats never do.
+    show_progress = not (printer.machine or options.quiet or options.silent or options.verbose)
+    label = "Fixing" if mode == APPLY else "Checking"
+    results = run(files, _job(settings, mode), jobs=jobs, cache_dir=cache_dir)
+    for report in progress(results, total=len(files), enabled=show_progress, label=label):
         reports.append(report)
         if mode == APPLY and report.fixed is not None and report.original is not None:
             problem = write_atomically(report.path, report.original, report.fixed)

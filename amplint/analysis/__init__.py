@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from amplint.analysis.autocast import AutocastAnalysis
+    from amplint.analysis.devices import DeviceAnalysis
     from amplint.analysis.scalers import ScalerAnalysis
     from amplint.analysis.scopes import FileIndex
     from amplint.analysis.training import TrainingAnalysis
@@ -44,3 +45,9 @@ class FileAnalysis:
         from amplint.analysis.scalers import ScalerAnalysis
 
         return ScalerAnalysis(self.context)
+
+    @functools.cached_property
+    def devices(self) -> DeviceAnalysis:
+        from amplint.analysis.devices import DeviceAnalysis
+
+        return DeviceAnalysis(self.context)

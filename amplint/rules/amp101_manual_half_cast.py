@@ -17,6 +17,13 @@ HALF_TENSOR_TYPES = frozenset(
 )
 UPCASTS = frozenset({"float", "double"})
 SAVED = re.compile(r"state_dict|checkpoint|ckpt|deepcopy|ema|export", re.IGNORECASE)
+# A condition or function that talks about precision makes the cast a deliberate mode.
+PRECISION_WORDS = re.compile(r"fp16|half|float16|bf16|bfloat16|precision|dtype|amp\b|mixed", re.IGNORECASE)
+# Inference pipelines (diffusers) and evaluation entry points take casts on purpose.
+INFERENCE_RECEIVER = re.compile(r"pipe", re.IGNORECASE)
+EVALUATION_CALLEE = re.compile(r"(?:^|[._])(eval|valid|val|test|infer|predict)", re.IGNORECASE)
+# Pure-fp16 training with fp32 master weights kept by the optimizer wrapper.
+MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer)\b")
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
@@ -33,11 +40,16 @@ class ManualHalfCast(Rule):
     passed directly to them; round trips (`x.half().float()`); casts under
     `torch.no_grad()` / `torch.inference_mode()` or in functions decorated with them or
     named for evaluation (`eval*`, `valid*`, `test*`, `infer*`, `predict*`, `sample*`,
-    `export*`, `save*`); casts of state dicts, checkpoints, EMA or deep copies, and
+    `export*`, `save*`, also after an underscore: `log_validation`); casts of state dicts, checkpoints, EMA or deep copies, and
     values passed to `torch.save`; autocast-disabled regions; and, a decision of
     amplint's, casts inside the methods of an `nn.Module` subclass, which are the
     model's own deliberate dtype handling rather than a cast of the model or its
-    inputs.
+    inputs. Also amplint's decisions, from real training code: casts under a condition
+    (or in a function) that mentions precision (`if args.fp16:`, `if dtype == torch.half`,
+    `def cast_inputs_half`) are a deliberate precision mode; casts of inference
+    pipelines (`pipeline.unet.half()`), of arguments passed to evaluation entry points
+    (`validate.run(model=m.half())`) and in test classes are not training casts; files
+    using a master-weight scheme (DeepSpeed, fairseq's `FP16Optimizer`) are skipped.
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -99,6 +111,11 @@ class ManualHalfCast(Rule):
             "        return self.proj(x.to(torch.bfloat16))\n\nloss.backward()\n"
         ),
         "import torch\nwith torch.autocast('cuda', enabled=False):\n    y = m(x.half())\nloss.backward()\n",
+        "import torch\nif args.fp16:\n    model.half()\nloss.backward()\n",
+        "import torch\npipeline.unet = pipeline.unet.to(torch.float16)\nloss.backward()\n",
+        "import torch\nresults = validate.run(model=attempt_load(w).half())\nloss.backward()\n",
+        "import torch\n\ndef log_validation(pipe, x):\n    return model(x.half())\n\nloss.backward()\n",
+        "import deepspeed\nmodel = model.half()\nloss.backward()\n",
     )
     INVALID = (
         Invalid(
@@ -162,6 +179,8 @@ class ManualHalfCast(Rule):
         analysis = self.context.analysis
         if not analysis.training.trains or analysis.training.in_inference(node):
             return False
+        if self._uses_master_weights or self._deliberate(node):
+            return False
         if analysis.autocast.in_disabled_region(node):
             return False
         receiver = node.func.value  # type: ignore[attr-defined]
@@ -197,6 +216,43 @@ class ManualHalfCast(Rule):
             ):
                 return True
             current = parent_of.get(current)
+        return False
+
+    @property
+    def _uses_master_weights(self) -> bool:
+        return MASTER_WEIGHT_SCHEMES.search(self.context.text) is not None
+
+    def _deliberate(self, node: cst.Call) -> bool:
+        """A precision mode chosen on purpose, an inference pipeline, an evaluation, a test."""
+        receiver = node.func.value  # type: ignore[attr-defined]
+        root = receiver
+        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+            root = root.value if not isinstance(root, cst.Call) else root.func
+        if isinstance(root, cst.Name) and INFERENCE_RECEIVER.search(root.value):
+            return True
+        parent_of = parents(self.context)
+        child: cst.CSTNode = node
+        current = parent_of.get(node)
+        while current is not None:
+            if (
+                isinstance(current, (cst.If, cst.While, cst.IfExp))
+                and child is not current.test
+                and PRECISION_WORDS.search(self.context.module.code_for_node(current.test))
+            ):
+                return True
+            if isinstance(current, cst.Arg):
+                call = parent_of.get(current)
+                callee = dotted_name(call.func) if isinstance(call, cst.Call) else None
+                if callee and EVALUATION_CALLEE.search(callee):
+                    return True
+            if isinstance(current, cst.FunctionDef) and PRECISION_WORDS.search(current.name.value):
+                return True
+            if isinstance(current, cst.ClassDef) and (
+                current.name.value.startswith("Test")
+                or any(self.qualified_name(base.value) == "unittest.TestCase" for base in current.bases)
+            ):
+                return True
+            child, current = current, parent_of.get(current)
         return False
 
     def _mentions_saved(self, expr: cst.BaseExpression) -> bool:

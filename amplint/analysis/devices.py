@@ -1,0 +1,542 @@
+"""Device facts: which *device variable* a scope has, and which conditions test the device.
+
+Analysis API (``context.analysis.devices``):
+
+- ``variables(node)``: the device variables visible to code at ``node``: in its
+  function (module-level code: the module), a parameter or name ``device`` or an
+  attribute access whose last name is ``device`` (``args.device``,
+  ``accelerator.device``); in a method, also ``self.device`` when the class assigns it
+  anywhere. Integer indices (``args.gpu``, ``local_rank``) are not device variables.
+- ``expression_at(node)``: the one device variable a fix may write at ``node`` (bound
+  before it, unambiguous), as source text, or None.
+- ``is_device_test(expr)``: does ``expr`` test the device type or CUDA availability?
+- ``in_device_condition(node)``: does ``node`` run only under such a test (an enclosing
+  ``if``/conditional expression, or an earlier guard that leaves the function)?
+- ``tested_device(expr)``: the device expression a device-type test examines.
+
+Also ``runtime_import(context, at)``: the edits that make ``amplint.runtime`` usable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import Assignment, ImportAssignment, Scope, ScopeProvider
+
+from amplint.analysis.compat import parents
+from amplint.analysis.imports import add_import
+from amplint.analysis.names import dotted_name
+from amplint.analysis.values import single_binding
+from amplint.diagnostics import Edit
+from amplint.engine.context import FileContext
+
+# Device types torch knows (``torch.device(...).type``); a string literal among these,
+# compared with anything, makes a comparison a device-type test.
+DEVICE_TYPES = frozenset(
+    {"cuda", "cpu", "mps", "xpu", "hpu", "npu", "xla", "mtia", "maia", "meta", "ipu", "privateuseone"}
+)
+AVAILABILITY_TESTS = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.backends.mps.is_available",
+        "torch.mps.is_available",
+        "torch.xpu.is_available",
+        "torch.cuda.device_count",
+    }
+)
+# Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
+_FLAG_WORDS = ("cuda", "gpu")
+SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
+DEVICE_CONSTRUCTORS = frozenset({"torch.device"})
+_MAX_DEPTH = 4
+
+ScopeNode = cst.FunctionDef | cst.Module
+
+
+@dataclass(frozen=True)
+class DeviceVariable:
+    expr: cst.BaseExpression  # one occurrence (a Name, a Param's name, or an attribute)
+    text: str  # its dotted spelling: ``device``, ``args.device``, ``self.device``
+    kind: str  # "parameter" | "name" | "self" | "attribute"
+
+
+def _is_device_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] in DEVICE_TYPES
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return bool(expr.elements) and all(_is_device_literal(element.value) for element in expr.elements)
+    return False
+
+
+def _is_cuda_literal_device(context: FileContext, expr: cst.BaseExpression) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``torch.device("cuda", 0)``."""
+    if isinstance(expr, cst.Call) and context.names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] == "cuda"
+    return False
+
+
+def _last_name(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return None
+
+
+class _Occurrences(cst.CSTVisitor):
+    """Device-variable occurrences in one scope's own code (nested functions and classes excluded)."""
+
+    def __init__(self, context: FileContext, root: cst.CSTNode) -> None:
+        self.context = context
+        self.root = root
+        self.found: list[DeviceVariable] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        return super().on_visit(node)
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.name.value == "device":
+            self.found.append(DeviceVariable(node.name, "device", "parameter"))
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        # `x.to(device=...)`: the keyword is a parameter name of the callee, not a variable.
+        node.value.visit(self)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        # `torch.device` is the constructor, not a variable.
+        if node.attr.value == "device" and self.context.names.resolve(node) is None:
+            text = dotted_name(node)
+            if text is not None:
+                kind = "self" if text == "self.device" else "attribute"
+                self.found.append(DeviceVariable(node, text, kind))
+        # The attribute name itself is not a variable; only its base may hold one.
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        if node.value == "device":
+            self.found.append(DeviceVariable(node, "device", "name"))
+        return False
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        return False
+
+
+class DeviceAnalysis:
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = {}
+        self._class_cache: dict[cst.ClassDef, bool] = {}
+
+    # -- scopes ----------------------------------------------------------------------------
+
+    @functools.cached_property
+    def _parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
+        return parents(self.context)
+
+    def scope_of(self, node: cst.CSTNode) -> ScopeNode:
+        """The function whose code evaluates ``node`` (decorators belong outside), or the module."""
+        child = node
+        current = self._parents.get(node)
+        while current is not None:
+            # A function's decorators (and parameter defaults) run in the enclosing scope.
+            if isinstance(current, cst.FunctionDef) and child is current.body:
+                return current
+            child, current = current, self._parents.get(current)
+        return self.context.module
+
+    def _class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
+        block = self._parents.get(function)
+        owner = self._parents.get(block) if block is not None else None
+        return owner if isinstance(owner, cst.ClassDef) else None
+
+    def _occurrences(self, scope: ScopeNode) -> tuple[DeviceVariable, ...]:
+        if scope not in self._occurrence_cache:
+            collector = _Occurrences(self.context, scope)
+            scope.visit(collector)
+            self._occurrence_cache[scope] = tuple(collector.found)
+        return self._occurrence_cache[scope]
+
+    def _class_assigns_self_device(self, cls: cst.ClassDef) -> bool:
+        if cls not in self._class_cache:
+            self._class_cache[cls] = _assigns_self_device(cls)
+        return self._class_cache[cls]
+
+    # -- device variables --------------------------------------------------------------------
+
+    def variables(self, node: cst.CSTNode) -> list[DeviceVariable]:
+        scope = self.scope_of(node)
+        found = list(self._occurrences(scope))
+        if isinstance(scope, cst.FunctionDef):
+            cls = self._class_of(scope)
+            if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
+                found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
+        return [variable for variable in found if self._is_variable(variable)]
+
+    def _is_variable(self, variable: DeviceVariable) -> bool:
+        if variable.kind != "name":
+            return True
+        # A bare `device` must be a binding the code made (not an unbound global), and
+        # one that can hold something other than CUDA: `device = torch.device("cuda")`
+        # in a CUDA-only test is not a choice of device.
+        bindings = self._bindings(variable.expr, "device")
+        return bool(bindings) and not all(self._binds_cuda_literal(binding) for binding in bindings)
+
+    def _binds_cuda_literal(self, binding: Assignment) -> bool:
+        target = binding.node
+        statement = self._parents.get(target)
+        while statement is not None and not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.BaseStatement)):
+            statement = self._parents.get(statement)
+        if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value is None:
+            return False
+        if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
+            return False
+        return _is_cuda_literal_device(self.context, statement.value)
+
+    def has_variable(self, node: cst.CSTNode) -> bool:
+        return bool(self.variables(node))
+
+    def expression_at(self, node: cst.CSTNode, *, strict: bool = False) -> str | None:
+        """Source text of the device variable a fix at ``node`` can use, if one is certain.
+
+        In order: a parameter ``device``; a name ``device`` bound before ``node`` (in an
+        enclosing block) or a global one seen from a function; ``self.device`` assigned
+        by the class (outside the method that assigns it, or after the assignment); an
+        attribute ``x.device`` already read earlier in the scope. Two different
+        candidates of the same rank make it ambiguous: None. ``strict`` (for safe fixes)
+        accepts only the first two kinds, the ones certainly bound when ``node`` runs.
+        """
+        start = self.context.span(node)[0]
+        scope = self.scope_of(node)
+        variables = self.variables(node)
+        ranks: list[set[str]] = [set(), set(), set(), set()]
+        for variable in variables:
+            if variable.kind == "parameter":
+                ranks[0].add(variable.text)
+            elif variable.kind == "name" and self._name_bound_before(variable.expr, node):
+                ranks[1].add(variable.text)
+            elif variable.kind == "self" and self._self_device_usable(scope, node):
+                ranks[2].add(variable.text)
+            elif variable.kind == "attribute" and self.context.span(variable.expr)[0] < start:
+                ranks[3].add(variable.text)
+        for rank in ranks[:2] if strict else ranks:
+            if len(rank) == 1:
+                return next(iter(rank))
+            if len(rank) > 1:
+                return None
+        return None
+
+    def _bindings(self, name: cst.CSTNode, value: str) -> list[Assignment]:
+        scope = self._scope_map.get(name)
+        if scope is None:
+            return []
+        return [a for a in scope[value] if isinstance(a, Assignment) and not isinstance(a, ImportAssignment)]
+
+    @functools.cached_property
+    def _scope_map(self) -> Mapping[cst.CSTNode, Scope | None]:
+        return self.context.wrapper.resolve(ScopeProvider)
+
+    def _name_bound_before(self, name: cst.CSTNode, node: cst.CSTNode) -> bool:
+        bindings = self._bindings(name, "device")
+        if not bindings:
+            return False
+        use_scope = self._scope_map.get(node)
+        start = self.context.span(node)[0]
+        for binding in bindings:
+            if binding.scope is not use_scope and use_scope is not None and binding.scope is use_scope.globals:
+                continue  # a global read from a function: bound by the time it runs
+            bound_at = binding.node
+            if isinstance(bound_at, cst.Param):
+                continue
+            if self.context.span(bound_at)[0] >= start:
+                return False
+            if not self._dominates(bound_at, node):
+                return False
+        return True
+
+    def _dominates(self, binding: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Is the statement that binds ``binding`` in a block that also holds ``node``?"""
+        statement: cst.CSTNode | None = binding
+        while statement is not None and not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            statement = self._parents.get(statement)
+        if statement is None:
+            return False
+        if isinstance(statement, (cst.For, cst.With)) and not isinstance(self._parents.get(binding), cst.AssignTarget):
+            # `for device in ...` / `with ... as device`: bound for the body only.
+            return self._contains(statement, node)
+        block = self._parents.get(statement)
+        return block is not None and self._contains(block, node)
+
+    def _contains(self, container: cst.CSTNode, node: cst.CSTNode) -> bool:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current is container:
+                return True
+            current = self._parents.get(current)
+        return False
+
+    def _self_device_usable(self, scope: ScopeNode, node: cst.CSTNode) -> bool:
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        assigned_here = _self_device_targets(scope)
+        if not assigned_here:
+            return True  # assigned by another method (typically __init__)
+        start = self.context.span(node)[0]
+        return any(self.context.span(target)[0] < start and self._dominates(target, node) for target in assigned_here)
+
+    # -- device-type tests ---------------------------------------------------------------
+
+    def is_device_test(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """``device.type == "cuda"``, ``"cuda" in str(device)``, ``device.startswith("cuda")``,
+        ``torch.cuda.is_available()``, ``x.is_cuda``, ``use_cuda`` / ``args.cuda``, a name
+        bound once to one of these, or ``and``/``or``/``not`` of them."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.is_device_test(expr.expression, depth + 1)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.is_device_test(expr.left, depth + 1) or self.is_device_test(expr.right, depth + 1)
+        if isinstance(expr, cst.Comparison):
+            left = expr.left
+            for target in expr.comparisons:
+                if isinstance(
+                    target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
+                ) and (_is_device_literal(left) or _is_device_literal(target.comparator)):
+                    return True
+                left = target.comparator
+            return False
+        if isinstance(expr, cst.Call):
+            if self.context.names.resolve(expr.func) in AVAILABILITY_TESTS:
+                return True
+            return (
+                isinstance(expr.func, cst.Attribute)
+                and expr.func.attr.value == "startswith"
+                and len(expr.args) == 1
+                and _is_device_literal(expr.args[0].value)
+            )
+        name = _last_name(expr)
+        if name is not None:
+            lowered = name.lower()
+            if any(word in lowered.split("_") or lowered == f"is_{word}" for word in _FLAG_WORDS):
+                return True
+            if isinstance(expr, cst.Name):
+                bound = single_binding(self.context, expr)
+                return bound is not None and self.is_device_test(bound, depth + 1)
+        return False
+
+    def tested_device(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The device expression a device-type test looks at (``device`` in
+        ``device.type == "cuda"`` or ``"cuda" in str(device)``), if there is one."""
+        for comparison in _walk_tests(expr):
+            sides: list[cst.BaseExpression] = []
+            if isinstance(comparison, cst.Comparison):
+                left = comparison.left
+                for target in comparison.comparisons:
+                    if _is_device_literal(left) and not _is_device_literal(target.comparator):
+                        sides.append(target.comparator)
+                    elif _is_device_literal(target.comparator) and not _is_device_literal(left):
+                        sides.append(left)
+                    left = target.comparator
+            elif (
+                isinstance(comparison, cst.Call)
+                and isinstance(comparison.func, cst.Attribute)
+                and comparison.func.attr.value == "startswith"
+            ):
+                sides.append(comparison.func.value)
+            for side in sides:
+                device = self._device_of(side)
+                if device is not None:
+                    return device
+        return None
+
+    def _device_of(self, side: cst.BaseExpression) -> cst.BaseExpression | None:
+        # `device.type` → device; `str(device)` → device; a name or attribute → itself.
+        if isinstance(side, cst.Attribute) and side.attr.value == "type":
+            return side.value if dotted_name(side.value) is not None else None
+        if (
+            isinstance(side, cst.Call)
+            and self.context.names.resolve(side.func) == "str"
+            and len(side.args) == 1
+            and not side.args[0].keyword
+            and not side.args[0].star
+        ):
+            return self._device_of(side.args[0].value) or (
+                side.args[0].value if dotted_name(side.args[0].value) is not None else None
+            )
+        if dotted_name(side) is not None:
+            return side
+        return None
+
+    def in_device_condition(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` run only where a device-type / CUDA-availability test decided?"""
+        child = node
+        current = self._parents.get(node)
+        while current is not None and not isinstance(current, (cst.Module, cst.ClassDef)):
+            if isinstance(current, cst.FunctionDef):
+                if child is current.body and self._skipped_without_device(current):
+                    return True
+                break
+            if (
+                isinstance(current, (cst.If, cst.IfExp))
+                and child is not current.test
+                and self.is_device_test(current.test)
+            ):
+                return True
+            # `torch.cuda.is_available() and init_process_group("nccl")`
+            if (
+                isinstance(current, cst.BooleanOperation)
+                and child is current.right
+                and self.is_device_test(current.left)
+            ):
+                return True
+            if isinstance(current, cst.IndentedBlock) and self._guarded_by_earlier_statement(current, child):
+                return True
+            child, current = current, self._parents.get(current)
+        return isinstance(current, cst.Module) and self._guarded_by_earlier_statement(current, child)
+
+    def _skipped_without_device(self, function: cst.FunctionDef) -> bool:
+        """``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` and unittest's kin."""
+        for decorator in function.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None:
+                continue
+            if _last_name(call.func) in SKIP_DECORATORS and self.is_device_test(call.args[0].value):
+                return True
+        return False
+
+    def _guarded_by_earlier_statement(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        """``if not torch.cuda.is_available(): raise ...`` or ``assert <device test>`` earlier in the block."""
+        for statement in _statements_before(block.body, child):
+            if (
+                isinstance(statement, cst.If)
+                and statement.orelse is None
+                and self.is_device_test(statement.test)
+                and _leaves(statement.body)
+            ):
+                return True
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assert) and self.is_device_test(small.test):
+                        return True
+        return False
+
+
+def _is_self_device(target: cst.BaseExpression) -> bool:
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value == "device"
+        and isinstance(target.value, cst.Name)
+        and target.value.value == "self"
+    )
+
+
+def _assigns_self_device(cls: cst.ClassDef) -> bool:
+    found = False
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            nonlocal found
+            targets = (
+                [element.value for element in node.target.elements]
+                if isinstance(node.target, (cst.Tuple, cst.List))
+                else [node.target]
+            )  # `self.model, self.device = ...`
+            found = found or any(_is_self_device(target) for target in targets)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            nonlocal found
+            found = found or _is_self_device(node.target)
+
+    cls.visit(_Visitor())
+    return found
+
+
+def _self_device_targets(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if _is_self_device(node.target):
+                found.append(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if _is_self_device(node.target):
+                found.append(node.target)
+
+    function.body.visit(_Visitor())
+    return found
+
+
+def _walk_tests(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(expr, cst.UnaryOperation):
+        yield from _walk_tests(expr.expression)
+    elif isinstance(expr, cst.BooleanOperation):
+        yield from _walk_tests(expr.left)
+        yield from _walk_tests(expr.right)
+    else:
+        yield expr
+
+
+def _statements_before(body: Sequence[cst.BaseStatement], child: cst.CSTNode) -> list[cst.BaseStatement]:
+    for index, statement in enumerate(body):
+        if statement is child:
+            return list(body[:index])
+    return []
+
+
+def _leaves(suite: cst.BaseSuite) -> bool:
+    """Does this block end by leaving (raise / return / exit)?"""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        small = suite.body[-1]
+    elif isinstance(suite, cst.IndentedBlock) and isinstance(suite.body[-1], cst.SimpleStatementLine):
+        small = suite.body[-1].body[-1]
+    else:
+        return False
+    if isinstance(small, (cst.Raise, cst.Return)):
+        return True
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        callee = dotted_name(small.value.func) or ""
+        return callee in ("exit", "quit", "sys.exit", "os._exit")
+    return False
+
+
+def runtime_import(context: FileContext) -> list[Edit] | None:
+    """Edits that make ``amplint.runtime`` usable at module level, or None if impossible.
+
+    Nothing when ``import amplint.runtime`` is already there; ``import amplint.runtime``
+    (the same edit from every fix, applied once) when ``amplint`` is free; None when the
+    name ``amplint`` means something else in this file.
+    """
+    for statement in context.module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if alias.asname is None and cst.helpers.get_full_name_for_node(alias.name) == "amplint.runtime":
+                        return []
+    scope = context.wrapper.resolve(ScopeProvider).get(context.module)
+    if scope is not None:
+        for assignment in scope["amplint"]:
+            if not isinstance(assignment, ImportAssignment) or not isinstance(assignment.node, cst.Import):
+                return None
+            node = assignment.node
+            if any(
+                alias.asname is not None
+                and cst.helpers.get_full_name_for_node(alias.name) not in ("amplint",)
+                and cst.ensure_type(alias.asname.name, cst.Name).value == "amplint"
+                for alias in node.names
+            ):
+                return None
+    return [add_import(context, "import amplint.runtime", position="last")]

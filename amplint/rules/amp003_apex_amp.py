@@ -1,0 +1,563 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from amplint.analysis.compat import parents
+from amplint.analysis.edits import lines_of, reindent, remove_statement
+from amplint.analysis.imports import add_import, module_binding, name_is_free
+from amplint.analysis.names import dotted_name
+from amplint.analysis.scopes import enclosing_scope, statement_list
+from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+RECIPE = (
+    'native AMP: `scaler = torch.amp.GradScaler("cuda")`, forward pass and loss under '
+    '`torch.amp.autocast("cuda")`, then `scaler.scale(loss).backward()`, '
+    "`scaler.step(optimizer)`, `scaler.update()`"
+)
+# What to do instead of each apex.amp member, in the message.
+HINTS = {
+    "initialize": "drop `amp.initialize` (the model and optimizer stay as they are)",
+    "scale_loss": "`with amp.scale_loss(loss, optimizer) as s: s.backward()` becomes `scaler.scale(loss).backward()`",
+    "master_params": "the model's parameters are the master parameters: clip `model.parameters()` after `scaler.unscale_(optimizer)`",
+    "state_dict": "checkpoint `scaler.state_dict()`",
+    "load_state_dict": "restore with `scaler.load_state_dict(...)`",
+}
+OPT_LEVELS = frozenset({"O1", "O2"})
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return None
+
+
+@dataclass(frozen=True)
+class _Use:
+    node: cst.CSTNode
+    member: str | None  # None: an import
+
+
+class _Collector(cst.CSTVisitor):
+    """Every import of apex.amp and every use of one of its members."""
+
+    def __init__(self, rule: ApexAmp) -> None:
+        self.rule = rule
+        self.uses: list[_Use] = []
+        self.module_references: list[cst.Name] = []  # bare names bound to apex.amp
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        if any(_is_apex_amp_module(cst.helpers.get_full_name_for_node(alias.name)) for alias in node.names):
+            self.uses.append(_Use(node, None))
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None:
+            return False
+        module = cst.helpers.get_full_name_for_node(node.module)
+        if _is_apex_amp_module(module) or (
+            module == "apex"
+            and not isinstance(node.names, cst.ImportStar)
+            and any(cst.helpers.get_full_name_for_node(alias.name) == "amp" for alias in node.names)
+        ):
+            self.uses.append(_Use(node, None))
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        member = self._member(node)
+        if member is not None:
+            self.uses.append(_Use(node, member))
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        member = self._member(node)
+        if member is not None:
+            self.uses.append(_Use(node, member))
+        elif self.rule.qualified_name(node) == "apex.amp":
+            self.module_references.append(node)
+        return False
+
+    def _member(self, node: cst.BaseExpression) -> str | None:
+        qualified = self.rule.qualified_name(node) or ""
+        if not qualified.startswith("apex.amp."):
+            return None
+        return qualified.removeprefix("apex.amp.").split(".")[0]
+
+
+def _is_apex_amp_module(name: str | None) -> bool:
+    return name is not None and (name == "apex.amp" or name.startswith("apex.amp."))
+
+
+class ApexAmp(Rule):
+    """## What it does
+    Flags every use of NVIDIA apex's `apex.amp`: `from apex import amp`,
+    `import apex.amp [as x]`, `from apex.amp import ...`, and uses of its members
+    (`amp.initialize`, `amp.scale_loss`, `amp.master_params`, `amp.state_dict`, ...).
+
+    Not flagged: `import apex as amp` (that name is the apex package), other libraries'
+    `initialize` or `scale_loss`, and bare references to the module object (its import
+    is flagged already). A name bound to apex.amp on one path and to something else on
+    another (`try: from apex import amp` / `except ImportError: amp = None`) is not
+    resolved, so only the import itself is flagged there.
+
+    ## Why is this bad?
+    `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and
+    has since been removed from apex: code that imports it fails on a current apex install.
+    The native recipe does the same job: `torch.amp.autocast("cuda")` around the forward
+    pass and the loss (apex's `O1`), and a `torch.amp.GradScaler("cuda")` for dynamic
+    loss scaling — `scaler.scale(loss).backward()`, `scaler.step(optimizer)`,
+    `scaler.update()`. The model's own float32 parameters are the master weights, so
+    `amp.master_params(optimizer)` becomes `model.parameters()` (clipped after
+    `scaler.unscale_(optimizer)`), and `amp.state_dict()` becomes `scaler.state_dict()`.
+
+    ## Example
+    ```python
+    from apex import amp
+
+    def train(model, optimizer, loader, criterion):
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+        for x, y in loader:
+            optimizer.zero_grad()
+            output = model(x)
+            loss = criterion(output, y)
+            with amp.scale_loss(loss, optimizer) as scaled_loss:
+                scaled_loss.backward()
+            optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def train(model, optimizer, loader, criterion):
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.amp.autocast("cuda"):
+                output = model(x)
+                loss = criterion(output, y)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Fix safety
+    Unsafe, and offered only for the canonical pattern, all in one function (or one
+    module-level script), when apex.amp is used for nothing else in the file:
+
+    1. `model, optimizer = amp.initialize(model, optimizer[, opt_level="O1"|"O2"][, loss_scale="dynamic"][, verbosity=N])`,
+       the same two names on both sides, becomes `scaler = torch.amp.GradScaler("cuda")`
+       (`grad_scaler` if `scaler` is taken);
+    2. the statements that compute the loss — the last assignment to the loss before
+       `with amp.scale_loss(loss, optimizer) as s:`, in the same block, and the contiguous
+       assignments just before it that feed it — are wrapped in
+       `with torch.amp.autocast("cuda"):`;
+    3. `with amp.scale_loss(loss, optimizer) as s: s.backward(...)` (a body of exactly
+       that statement) becomes `scaler.scale(loss).backward(...)`;
+    4. the one `optimizer.step()` after it becomes `scaler.step(optimizer)` followed by
+       `scaler.update()`;
+    5. the `from apex import amp` / `import apex.amp as amp` line is removed, and
+       `import torch` is added when `torch` is not bound.
+
+    It is unsafe because the numerics change: `O1` patched a list of torch functions,
+    autocast uses its own op lists; `O2` kept an fp16 copy of the model with fp32 master
+    weights, the native recipe keeps the model in float32; and the autocast region is
+    inferred from data flow, so forward code outside it (in a callee's caller, before a
+    compound statement) runs in float32. Anything else (`amp.master_params`,
+    `amp.state_dict`, several `scale_loss` blocks, `delay_unscale=`, a static
+    `loss_scale`, `O3`, an `initialize` in another function than the loop) gets the
+    message without a fix.
+    """
+
+    code = "AMP003"
+    name = "apex-amp"
+    summary = "apex.amp no longer exists"
+    triggers = frozenset({"apex"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
+
+    VALID = (
+        "import apex as amp\nmodel = amp.initialize(model)\n",
+        "from apex.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n",
+        "from mylib import amp\nmodel, opt = amp.initialize(model, opt)\n",
+        "from torch.cuda import amp\nscaler = amp.GradScaler()\n",
+        "import deepspeed\nengine = deepspeed.initialize(model=model)\n",
+        "# from apex import amp\ns = 'amp.initialize(model, optimizer)'\n",
+    )
+    INVALID = (
+        # Canonical: fixed.
+        Invalid(
+            (
+                "import torch\nfrom apex import amp\n\n\ndef train(model, optimizer, loader):\n"
+                "    model, optimizer = amp.initialize(model, optimizer, opt_level='O1')\n"
+                "    for x, y in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        x = x.cuda()\n"
+                "        out = model(x)\n"
+                "        # the loss\n"
+                "        loss = torch.nn.functional.cross_entropy(out, y)\n"
+                "        with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+                "            scaled_loss.backward()\n"
+                "        optimizer.step()  # update\n"
+            ),
+            fixed=(
+                "import torch\n\n\ndef train(model, optimizer, loader):\n"
+                "    scaler = torch.amp.GradScaler(\"cuda\")\n"
+                "    for x, y in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        with torch.amp.autocast(\"cuda\"):\n"
+                "            x = x.cuda()\n"
+                "            out = model(x)\n"
+                "            # the loss\n"
+                "            loss = torch.nn.functional.cross_entropy(out, y)\n"
+                "        scaler.scale(loss).backward()\n"
+                "        scaler.step(optimizer)  # update\n"
+                "        scaler.update()\n"
+            ),
+            unsafe=True,
+            count=3,
+        ),
+        # Other apex.amp uses: flagged, no fix.
+        Invalid(
+            (
+                "import apex.amp as amp\n"
+                "model, opt = amp.initialize(model, opt, opt_level='O2')\n"
+                "torch.nn.utils.clip_grad_norm_(amp.master_params(opt), 1.0)\n"
+                "torch.save({'amp': amp.state_dict()}, 'ckpt.pt')\n"
+            ),
+            fixed=None,
+            count=4,
+        ),
+        Invalid("from apex.amp import scale_loss\nwith scale_loss(loss, opt) as s:\n    s.backward()\n", count=2),
+        Invalid("import apex\nmodel, opt = apex.amp.initialize(model, opt)\n", count=1),
+        Invalid(
+            "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\nif amp:\n    model = amp.initialize(model)\n",
+            count=1,
+        ),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        collector = _Collector(self)
+        node.visit(collector)
+        fix = self._canonical_fix(collector.uses, collector.module_references)
+        for use in collector.uses:
+            message = self._message(use)
+            self.report(use.node, message, fix=fix if use.member == "initialize" else None)
+
+    def _message(self, use: _Use) -> str:
+        if use.member is None:
+            return f"`apex.amp` no longer exists in current apex; use {RECIPE}"
+        hint = HINTS.get(use.member)
+        prefix = f"`apex.amp.{use.member}` no longer exists in current apex"
+        # The import's diagnostic gives the whole recipe; each use says only its own step.
+        return f"{prefix}: {hint}" if hint else f"{prefix}; use {RECIPE}"
+
+    # -- the canonical migration -----------------------------------------------------------
+
+    def _canonical_fix(self, uses: Sequence[_Use], references: Sequence[cst.Name]) -> Fix | None:
+        imports = [use for use in uses if use.member is None]
+        members = [use for use in uses if use.member is not None]
+        if len(imports) != 1 or sorted(use.member or "" for use in members) != ["initialize", "scale_loss"]:
+            return None
+        if any(self.context.is_suppressed(self.code, use.node) for use in uses):
+            return None
+        import_statement = imports[0].node
+        # Every reference to the module name is the base of one of the two members.
+        bases = {id(use.node.value) for use in members if isinstance(use.node, cst.Attribute)}
+        if len(bases) != 2 or any(id(reference) not in bases for reference in references):
+            return None
+        initialize = next(use.node for use in members if use.member == "initialize")
+        scale_loss = next(use.node for use in members if use.member == "scale_loss")
+        scope = enclosing_scope(self.context, initialize)
+        if enclosing_scope(self.context, scale_loss) is not scope:
+            return None
+        if self.context.analysis.autocast.blocks_in(scope):
+            return None  # already autocast somewhere: the region is the author's call
+        init = self._initialize_statement(initialize)
+        if init is None:
+            return None
+        init_small, optimizer = init
+        block = self._scale_loss_block(scale_loss, optimizer)
+        if block is None:
+            return None
+        with_statement, loss_name, backward_call = block
+        step = self._optimizer_step(scope, optimizer, with_statement)
+        if step is None:
+            return None
+        region = self._loss_region(with_statement, loss_name)
+        if region is None:
+            return None
+        torch = self._torch_name(initialize, import_statement)
+        scaler = next((n for n in ("scaler", "grad_scaler") if self._name_free(n, initialize, scope)), None)
+        if torch is None or scaler is None:
+            return None
+        torch_name, import_edits = torch
+        region_edit = self._wrap_region(region, torch_name)
+        backward_edit = self._backward_edit(with_statement, loss_name, backward_call, scaler)
+        if region_edit is None or backward_edit is None:
+            return None
+        step_call, step_line = step
+        newline = self.context.source.newline
+        edits: list[Edit] = [
+            self.context.replace(init_small, f'{scaler} = {torch_name}.amp.GradScaler("cuda")'),
+            region_edit,
+            backward_edit,
+            self.context.replace(step_call, f"{scaler}.step({optimizer})"),
+            self.context.insert(
+                self.context.line_end(self.context.span(step_line)[1] - 1),
+                f"{self.context.indentation(step_line)}{scaler}.update(){newline}",
+            ),
+            *import_edits,
+        ]
+        return self.make_fix("Migrate to torch.amp.GradScaler and torch.amp.autocast", edits)
+
+    def _initialize_statement(self, call_or_attr: cst.CSTNode) -> tuple[cst.Assign, str] | None:
+        """``a, b = amp.initialize(a, b, opt_level="O1")`` alone on its line: (the Assign, "b")."""
+        parent_of = parents(self.context)
+        call = parent_of.get(call_or_attr)
+        if not isinstance(call, cst.Call) or call.func is not call_or_attr:
+            return None
+        assign = parent_of.get(call)
+        line = parent_of.get(assign) if assign is not None else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not call:
+            return None
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 2:
+            return None
+        names = [dotted_name(element.value) for element in target.elements]
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if any(arg.star for arg in call.args) or len(positional) != 2:
+            return None
+        if [dotted_name(arg.value) for arg in positional] != names or None in names:
+            return None
+        for arg in call.args:
+            if arg.keyword is None:
+                continue
+            value = _literal(arg.value)
+            keyword = arg.keyword.value
+            if not (
+                (keyword == "opt_level" and value in OPT_LEVELS)
+                or (keyword == "loss_scale" and value == "dynamic")
+                or (keyword == "verbosity" and isinstance(value, int))
+            ):
+                return None
+        return assign, str(names[1])
+
+    def _scale_loss_block(
+        self, attribute: cst.CSTNode, optimizer: str
+    ) -> tuple[cst.With, str, cst.Call] | None:
+        """``with amp.scale_loss(loss, optimizer) as s: s.backward(...)``: (with, "loss", backward)."""
+        parent_of = parents(self.context)
+        call = parent_of.get(attribute)
+        item = parent_of.get(call) if call is not None else None
+        statement = parent_of.get(item) if item is not None else None
+        if not (isinstance(call, cst.Call) and isinstance(item, cst.WithItem) and isinstance(statement, cst.With)):
+            return None
+        if len(statement.items) != 1 or statement.asynchronous is not None or item.asname is None:
+            return None
+        alias = item.asname.name
+        if not isinstance(alias, cst.Name) or len(call.args) != 2:
+            return None
+        loss, opt = call.args
+        if loss.keyword or opt.keyword or loss.star or opt.star:
+            return None
+        if not isinstance(loss.value, cst.Name) or dotted_name(opt.value) != optimizer:
+            return None
+        body = statement.body
+        if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
+            return None
+        line = body.body[0]
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        expression = line.body[0]
+        if not (isinstance(expression, cst.Expr) and isinstance(expression.value, cst.Call)):
+            return None
+        backward = expression.value
+        if not (
+            isinstance(backward.func, cst.Attribute)
+            and backward.func.attr.value == "backward"
+            and isinstance(backward.func.value, cst.Name)
+            and backward.func.value.value == alias.value
+            and all(arg.keyword is not None for arg in backward.args)
+        ):
+            return None
+        if self._count_names(enclosing_scope(self.context, statement), alias.value) != 2:
+            return None  # the scaled loss is used elsewhere
+        return statement, loss.value.value, backward
+
+    def _count_names(self, scope: cst.CSTNode, name: str) -> int:
+        count = 0
+
+        class _Counter(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                nonlocal count
+                count += node.value == name
+
+        scope.visit(_Counter())
+        return count
+
+    def _optimizer_step(
+        self, scope: cst.CSTNode, optimizer: str, after: cst.With
+    ) -> tuple[cst.Call, cst.SimpleStatementLine] | None:
+        steps = [
+            call
+            for call in self.context.analysis.index.calls
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "step"
+            and dotted_name(call.func.value) == optimizer
+            and enclosing_scope(self.context, call) is scope
+        ]
+        if len(steps) != 1 or steps[0].args:
+            return None
+        step = steps[0]
+        parent_of = parents(self.context)
+        expression = parent_of.get(step)
+        line = parent_of.get(expression) if expression is not None else None
+        if not (isinstance(expression, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            return None
+        if self.context.span(step)[0] < self.context.span(after)[1]:
+            return None
+        return step, line
+
+    def _loss_region(self, statement: cst.With, loss: str) -> list[cst.SimpleStatementLine] | None:
+        """The loss statement before the block and the contiguous assignments that feed it."""
+        found = statement_list(self.context, statement)
+        if found is None:
+            return None
+        body, index = found
+        position = next(
+            (i for i in range(index - 1, -1, -1) if loss in _assigned_names(body[i])),
+            None,
+        )
+        loss_statement = body[position] if position is not None else None
+        if not isinstance(loss_statement, cst.SimpleStatementLine):
+            return None
+        region = [loss_statement]
+        needed = _loaded_names(loss_statement)
+        for candidate in reversed(body[: position or 0]):
+            if not isinstance(candidate, cst.SimpleStatementLine) or not _assigned_names(candidate) & needed:
+                break
+            if not all(isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for small in candidate.body):
+                break
+            region.insert(0, candidate)
+            needed |= _loaded_names(candidate)
+        return region
+
+    def _wrap_region(self, region: list[cst.SimpleStatementLine], torch: str) -> Edit | None:
+        first, last = region[0], region[-1]
+        start = self.context.line_start(self.context.span(first)[0])
+        _, end = lines_of(self.context, first, last)
+        indent = self.context.indentation(first)
+        unit = self._indent_unit()
+        moved = reindent(self.context.text[start:end], indent, indent + unit)
+        if moved is None:
+            return None
+        header = f'{indent}with {torch}.amp.autocast("cuda"):{self.context.source.newline}'
+        return self.context.edit(start, end, header + moved)
+
+    def _indent_unit(self) -> str:
+        default = self.context.module.default_indent
+        return default if default.strip() == "" and default else "    "
+
+    def _backward_edit(self, statement: cst.With, loss: str, backward: cst.Call, scaler: str) -> Edit | None:
+        body = statement.body
+        assert isinstance(body, cst.IndentedBlock)
+        line = body.body[0]
+        assert isinstance(line, cst.SimpleStatementLine)
+        comments = [
+            c.value
+            for c in (body.header.comment, line.trailing_whitespace.comment)
+            if c is not None
+        ]
+        if any(empty.comment is not None for empty in (*line.leading_lines, *body.footer)):
+            return None  # comment lines inside the block: no place to keep them
+        arguments = self.context.module.code_for_node(backward).split("(", 1)[1] if backward.args else ")"
+        start, end = lines_of(self.context, statement)
+        indent = self.context.indentation(statement)
+        text = f"{indent}{scaler}.scale({loss}).backward({arguments}"
+        if comments:
+            text += "  " + "  ".join(comments)
+        return self.context.edit(start, end, text + self.context.source.newline)
+
+    def _torch_name(self, at: cst.CSTNode, apex_import: cst.CSTNode) -> tuple[str, list[Edit]] | None:
+        removal = self._import_removal(apex_import)
+        if removal is None:
+            return None
+        bound = module_binding(self.context, "torch", at=at)
+        if bound is not None:
+            return bound, [removal]
+        if not name_is_free(self.context, "torch", at):
+            return None
+        parent_of = parents(self.context)
+        line = parent_of.get(apex_import)
+        if line is not None and line in self.context.module.body:
+            # `import torch` takes the place of the apex import.
+            start, end = removal.start, removal.end
+            return "torch", [self.context.edit(start, end, "import torch" + self.context.source.newline)]
+        return "torch", [removal, add_import(self.context, "import torch")]
+
+    def _import_removal(self, statement: cst.CSTNode) -> Edit | None:
+        """Delete the apex import: it must be ``from apex import amp`` or ``import apex.amp as amp`` alone."""
+        if isinstance(statement, cst.ImportFrom):
+            names = statement.names
+            if isinstance(names, cst.ImportStar) or len(names) != 1:
+                return None
+        elif isinstance(statement, cst.Import):
+            if len(statement.names) != 1 or statement.names[0].asname is None:
+                return None
+        else:
+            return None
+        line = parents(self.context).get(statement)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        found = statement_list(self.context, line)
+        if found is None:
+            return None
+        return remove_statement(self.context, line, found[0])
+
+    def _name_free(self, name: str, at: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        return name_is_free(self.context, name, at) and self._count_names(scope, name) == 0
+
+
+def _assigned_names(statement: cst.BaseStatement) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return names
+
+    def collect(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                collect(element.value)
+
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                collect(target.target)
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            collect(small.target)
+    return names
+
+
+def _loaded_names(statement: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+    statement.visit(_Visitor())
+    return names

@@ -1,0 +1,400 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.autocast import NEW_ORDER, call_arguments
+from amplint.analysis.devices import runtime_import
+from amplint.analysis.names import dotted_name
+from amplint.analysis.values import bool_value
+from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+AUTOCASTS = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"})
+CUSTOM_AUTOGRAD = frozenset(
+    f"torch.amp{module}.{name}" for module in ("", ".autocast_mode") for name in ("custom_fwd", "custom_bwd")
+)
+INIT_PROCESS_GROUP = frozenset(
+    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
+)
+SCALER_ORDER = ("device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
+# What the message calls each callable.
+_SHORT = {
+    **{name: "torch.autocast" for name in AUTOCASTS},
+    **{name: "torch.amp.GradScaler" for name in GRAD_SCALERS},
+    **{name: f"torch.amp.{name.rsplit('.', 1)[1]}" for name in CUSTOM_AUTOGRAD},
+}
+
+
+def _literal(expr: cst.BaseExpression | None) -> str | None:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class HardcodedAmpDevice(Rule):
+    """## What it does
+    Flags AMP code that only works on CUDA although the program is written for any device:
+
+    - **(a)** a literal `"cuda"` device type given to `torch.autocast` / `torch.amp.autocast`,
+      `torch.amp.GradScaler` or `torch.amp.custom_fwd` / `custom_bwd` in a scope that has a
+      *device variable*: a parameter, local or attribute access whose last name is
+      `device` (`device`, `args.device`, `accelerator.device`) in the enclosing function
+      (module-level code: the module), or `self.device` assigned anywhere in the enclosing
+      class. Integer indices such as `args.gpu` or `local_rank` are not device variables;
+    - **(b)** device types derived by string matching: `"cuda" if "cuda" in x else "cpu"`,
+      `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors);
+    - **(c)** `str(device)` passed as an autocast device type;
+    - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
+      (keyword or positional).
+
+    Not flagged: an autocast or GradScaler whose `enabled=` already tests the device type
+    or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
+    or a name bound in scope to such a test) or is `False` (a region that turns CUDA
+    autocast off); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    functions skipped where CUDA is missing (`@pytest.mark.skipif(not
+    torch.cuda.is_available(), ...)`); code with no device variable (it really is
+    CUDA-only); `torch.cuda.manual_seed[_all]` (documented as safe without CUDA); config
+    defaults such as `args.dist_backend = "nccl"`; and code that runs only under a
+    device-type or CUDA-availability test: inside an `if`/conditional expression on one,
+    or after a guard that leaves (`if not torch.cuda.is_available(): raise ...`,
+    `assert torch.cuda.is_available()`).
+
+    ## Why is this bad?
+    A program that takes a device runs on CPU, Apple MPS or Intel XPU as well, but a
+    hardcoded `"cuda"` autocast there is silently disabled (with a warning when CUDA is
+    absent) or, worse, enables CUDA autocast while the tensors live elsewhere: the run
+    quietly trains in float32. `"cuda" if "cuda" in x else "cpu"` turns `"mps"` and
+    `"xpu"` into `"cpu"`, so autocast targets a device the tensors are not on.
+    `str(device)` is `"cuda:0"` for an indexed device: older PyTorch releases reject it
+    (`unsupported autocast device_type`), and PyTorch 2.13 accepts it but skips its CUDA
+    checks (autocast stays enabled on a machine without CUDA, and an unsupported bfloat16
+    is not reported). NCCL needs CUDA GPUs: `init_process_group("nccl")` fails on CPU-only,
+    MPS and XPU machines.
+
+    ## Example
+    ```python
+    import torch
+    import torch.distributed as dist
+
+    def train(model, loader, optimizer, device):
+        dist.init_process_group(backend="nccl")
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x.to(device)).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    import torch.distributed as dist
+
+    import amplint.runtime
+
+    def train(model, loader, optimizer, device):
+        dist.init_process_group(backend=amplint.runtime.dist_backend(device))
+        scaler = torch.amp.GradScaler(amplint.runtime.device_type(device))
+        for x, y in loader:
+            with torch.autocast(amplint.runtime.device_type(device), dtype=torch.float16):
+                loss = model(x.to(device)).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    ```
+
+    ## Fix safety
+    (d) is safe: `backend=amplint.runtime.dist_backend(<device>)` returns `"nccl"` wherever
+    CUDA is used, so every run that worked before is unchanged, and CPU/XPU runs get
+    `gloo`/`xccl` instead of a crash. The device variable is passed only when it is
+    certainly bound at the call (a parameter, or a name assigned earlier in an enclosing
+    block); otherwise `dist_backend()` uses the machine's default device.
+
+    (a) to (c) are unsafe: replacing the literal with
+    `amplint.runtime.device_type(<device variable>)` turns AMP on for devices that ran in
+    float32 until now (numerics and speed change there), and when the scope has several
+    different device variables amplint cannot know which one the author meant (then no
+    fix is offered). Every fix adds `import amplint.runtime` once, after the file's
+    imports; the runtime helpers need `pip install amplint[runtime]` (torch).
+    """
+
+    code = "AMP201"
+    name = "hardcoded-amp-device"
+    summary = "AMP code hardcodes the CUDA device"
+    triggers = frozenset({"cuda", "nccl", "autocast"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
+
+    VALID = (
+        # No device variable: a CUDA-only script.
+        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n",
+        # enabled= already tests the device type.
+        (
+            "import torch\n\ndef step(model, x, device):\n"
+            "    with torch.autocast('cuda', enabled=device.type == 'cuda'):\n        return model(x)\n"
+        ),
+        (
+            "import torch\n\ndef step(model, x, device):\n    use_amp = args.amp and device.type == 'cuda'\n"
+            "    scaler = torch.amp.GradScaler('cuda', enabled=use_amp)\n"
+        ),
+        "import torch\ndevice = torch.device('cuda')\nscaler = torch.amp.GradScaler('cuda', enabled=torch.cuda.is_available())\n",
+        # Only under a device-type test.
+        (
+            "import torch\nfrom contextlib import nullcontext\n\ndef f(device):\n"
+            "    ctx = torch.autocast('cuda') if device.type == 'cuda' else nullcontext()\n"
+        ),
+        "import torch\n\ndef f(device):\n    torch.cuda.manual_seed_all(0)\n    torch.cuda.manual_seed(0)\n",
+        # Config defaults are not calls.
+        "import torch.distributed as dist\nargs.dist_backend = 'nccl'\ndist.init_process_group(backend=args.dist_backend)\n",
+        "import torch\nimport torch.distributed as dist\nif torch.cuda.is_available():\n    dist.init_process_group('nccl')\n",
+        (
+            "import torch\nimport torch.distributed as dist\n\ndef setup():\n"
+            "    if not torch.cuda.is_available():\n        raise RuntimeError('needs CUDA')\n"
+            "    dist.init_process_group('nccl')\n"
+        ),
+        "import torch.distributed as dist\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\ndist.init_process_group(backend)\n",
+        # Some other library's init_process_group.
+        "from mylib import init_process_group\ninit_process_group('nccl')\n",
+        # Integer indices are not device variables.
+        "import torch\n\ndef f(args):\n    torch.cuda.set_device(args.gpu)\n    with torch.autocast('cuda'):\n        pass\n",
+        # `torch.device` is the constructor, not a device variable.
+        "import torch\nx = torch.zeros(1, device=torch.device('cuda'))\nwith torch.autocast('cuda'):\n    pass\n",
+        # The device type is read properly.
+        "import torch\n\ndef f(device):\n    with torch.autocast(device.type):\n        pass\n",
+        "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+        # A region that turns CUDA autocast off (diffusers' timestep embeddings).
+        "import torch\n\ndef embed(t):\n    x = t.device\n    with torch.amp.autocast('cuda', enabled=False):\n        pass\n",
+        # The device variable is CUDA itself (timm's tests).
+        (
+            "import torch\n\ndef test_cache():\n    device = torch.device('cuda')\n    x = x.to(device)\n"
+            "    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n        pass\n"
+        ),
+        # Runs only where CUDA exists.
+        (
+            "import pytest\nimport torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
+            "def test_amp(device):\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        "# torch.autocast('cuda') with device in a comment\ns = \"torch.autocast('cuda')\"\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef f(model, x, device):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+            fixed=(
+                "import torch\nimport amplint.runtime\n\ndef f(model, x, device):\n"
+                "    with torch.autocast(amplint.runtime.device_type(device)):\n        return model(x)\n"
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch.distributed as dist\n\ndist.init_process_group(backend='nccl', init_method='env://')\n",
+            fixed=(
+                "import torch.distributed as dist\nimport amplint.runtime\n\n"
+                "dist.init_process_group(backend=amplint.runtime.dist_backend(), init_method='env://')\n"
+            ),
+        ),
+        Invalid(
+            "from torch.distributed import init_process_group\n\ndef setup(device):\n"
+            "    init_process_group('nccl')\n",
+            fixed=(
+                "from torch.distributed import init_process_group\nimport amplint.runtime\n\ndef setup(device):\n"
+                "    init_process_group(amplint.runtime.dist_backend(device))\n"
+            ),
+        ),
+        Invalid(
+            "device = 'mps'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n",
+            fixed="import amplint.runtime\ndevice = 'mps'\ndevice_type = amplint.runtime.device_type(device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "def f(device):\n    return 'cuda' if device.startswith('cuda') else 'cpu'\n",
+            fixed="import amplint.runtime\ndef f(device):\n    return amplint.runtime.device_type(device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\n\ndef f(device):\n    with torch.autocast(str(device), dtype=torch.bfloat16):\n        pass\n",
+            fixed=(
+                "import torch\nimport amplint.runtime\n\ndef f(device):\n"
+                "    with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):\n        pass\n"
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            (
+                "import torch\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n\n"
+                "    def step(self, x):\n        with torch.amp.autocast(device_type='cuda', enabled=self.amp):\n"
+                "            return self.model(x)\n"
+            ),
+            fixed=(
+                "import torch\nimport amplint.runtime\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n\n"
+                "    def step(self, x):\n        with torch.amp.autocast(device_type=amplint.runtime.device_type(self.device), enabled=self.amp):\n"
+                "            return self.model(x)\n"
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as th\n\ndef f(args):\n    x = x.to(args.device)\n    scaler = th.amp.GradScaler('cuda')\n",
+            fixed=(
+                "import torch as th\nimport amplint.runtime\n\ndef f(args):\n    x = x.to(args.device)\n"
+                "    scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))\n"
+            ),
+            unsafe=True,
+        ),
+        # Two different device variables: which one is meant is a guess, so no fix.
+        Invalid(
+            "import torch\n\ndef f(x, y):\n    a = x.to(args.device)\n    b = y.to(accelerator.device)\n"
+            "    with torch.autocast('cuda'):\n        pass\n",
+            fixed=None,
+            unsafe=True,
+        ),
+    )
+
+    # -- detection -------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.qualified_name(node.func)
+        if qualified is None:
+            return
+        if qualified in INIT_PROCESS_GROUP:
+            self._check_backend(node)
+            return
+        if qualified in AUTOCASTS:
+            arguments = call_arguments(node, NEW_ORDER)
+            device_key = "device_type"
+        elif qualified in GRAD_SCALERS:
+            arguments = call_arguments(node, SCALER_ORDER)
+            device_key = "device"
+        elif qualified in CUSTOM_AUTOGRAD:
+            arguments = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
+            device_key = "device_type"
+        else:
+            return
+        if arguments is None or device_key not in arguments:
+            return
+        device = arguments[device_key]
+        if qualified in AUTOCASTS and self._is_str_of_device(device):
+            self._report_str_device(device)
+            return
+        if _literal(device) != "cuda":
+            return
+        devices = self.context.analysis.devices
+        enabled = arguments.get("enabled")
+        if enabled is not None and (devices.is_device_test(enabled) or bool_value(enabled) is False):
+            # A disabled region says which autocast it turns off; nothing runs without AMP.
+            return
+        if not devices.has_variable(node) or devices.in_device_condition(node):
+            return
+        variable = devices.expression_at(node)
+        shown = variable or next(v.text for v in devices.variables(node))
+        message = (
+            f'`{_SHORT[qualified]}` hardcodes device type "cuda" although this code has a device '
+            f"variable (`{shown}`): on CPU, MPS or XPU it silently runs without AMP; "
+            f"use `amplint.runtime.device_type({shown})`"
+        )
+        fix = None
+        if variable is not None:
+            fix = self._runtime_fix(device, f"amplint.runtime.device_type({variable})", Applicability.UNSAFE)
+        self.report(device, message, fix=fix)
+
+    def _is_str_of_device(self, expr: cst.BaseExpression) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and self.qualified_name(expr.func) == "str"
+            and len(expr.args) == 1
+            and expr.args[0].keyword is None
+            and not expr.args[0].star
+            and dotted_name(expr.args[0].value) is not None
+        )
+
+    def _report_str_device(self, device: cst.BaseExpression) -> None:
+        assert isinstance(device, cst.Call)
+        inner = self.context.module.code_for_node(device.args[0].value)
+        message = (
+            f'`str({inner})` as the autocast device type is "cuda:0" for an indexed device, which older '
+            f"PyTorch rejects and 2.x accepts without its CUDA checks; use `{inner}.type` or "
+            f"`amplint.runtime.device_type({inner})`"
+        )
+        fix = self._runtime_fix(device, f"amplint.runtime.device_type({inner})", Applicability.UNSAFE)
+        self.report(device, message, fix=fix)
+
+    def _check_backend(self, node: cst.Call) -> None:
+        backend: cst.BaseExpression | None = None
+        for position, arg in enumerate(node.args):
+            if arg.star:
+                return
+            if (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value == "backend"):
+                backend = arg.value
+        if backend is None or _literal(backend) != "nccl":
+            return
+        devices = self.context.analysis.devices
+        if devices.in_device_condition(node):
+            return
+        variable = devices.expression_at(node, strict=True)
+        call = f"amplint.runtime.dist_backend({variable or ''})"
+        message = (
+            'Hardcoded "nccl" backend: NCCL needs CUDA GPUs, so `init_process_group` fails on '
+            f"CPU-only, MPS and XPU machines; use `{call}` (nccl on CUDA, xccl on XPU, gloo otherwise)"
+        )
+        self.report(backend, message, fix=self._runtime_fix(backend, call, Applicability.SAFE))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        body, orelse = _literal(node.body), _literal(node.orelse)
+        if {body, orelse} != {"cuda", "cpu"}:
+            return
+        tested = self._cuda_string_test(node.test)
+        if tested is None:
+            return
+        subject, positive = tested
+        if (body == "cuda") != positive:
+            return
+        text = self.context.module.code_for_node(subject)
+        message = (
+            f'`{self.context.module.code_for_node(node)}` maps every non-CUDA device (mps, xpu, ...) to "cpu"; '
+            f"use `amplint.runtime.device_type({text})`"
+        )
+        fix = self._runtime_fix(node, f"amplint.runtime.device_type({text})", Applicability.UNSAFE)
+        self.report(node, message, fix=fix)
+
+    def _cuda_string_test(self, test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+        """``"cuda" in x`` / ``x.startswith("cuda")`` (or negated): (x, is the test positive?)."""
+        positive = True
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, positive = test.expression, not positive
+        subject: cst.BaseExpression | None = None
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and _literal(test.left) == "cuda"
+            and isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn))
+        ):
+            subject = test.comparisons[0].comparator
+            if isinstance(test.comparisons[0].operator, cst.NotIn):
+                positive = not positive
+        elif (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Attribute)
+            and test.func.attr.value == "startswith"
+            and len(test.args) == 1
+            and _literal(test.args[0].value) == "cuda"
+        ):
+            subject = test.func.value
+        if subject is None:
+            return None
+        if self._is_str_of_device(subject):
+            assert isinstance(subject, cst.Call)
+            subject = subject.args[0].value
+        if dotted_name(subject) is None:
+            return None
+        return subject, positive
+
+    # -- fixes -----------------------------------------------------------------------------
+
+    def _runtime_fix(self, node: cst.CSTNode, replacement: str, applicability: Applicability) -> Fix | None:
+        imports = runtime_import(self.context)
+        if imports is None:
+            return None
+        edits: list[Edit] = [self.context.replace(node, replacement), *imports]
+        return self.make_fix(f"Replace with `{replacement}`", edits, applicability=applicability)

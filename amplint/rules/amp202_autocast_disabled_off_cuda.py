@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.analysis.autocast import NEW_ORDER, OLD_ORDER, AutocastUse, call_arguments
+from amplint.analysis.devices import runtime_import
+from amplint.analysis.imports import module_binding
+from amplint.diagnostics import Applicability, Fix
+from amplint.rules.base import FixAvailability, Invalid, Rule
+
+NULLCONTEXT = "contextlib.nullcontext"
+
+
+class AutocastDisabledOffCuda(Rule):
+    """## What it does
+    Flags, in files that train (a tensor `.backward()` or an optimizer step), the idiom
+    `nullcontext() if <device-type test> else <autocast>` and its mirror
+    `<autocast> if <device-type test> else nullcontext()`. A device-type test compares
+    something with a device-type string (`device_type == "cpu"`, `device.type != "cuda"`,
+    `"cuda" in str(device)`), calls `.startswith("cuda")`, asks for CUDA/MPS/XPU
+    availability (`torch.cuda.is_available()`), reads a CUDA flag (`x.is_cuda`,
+    `use_cuda`, `args.gpu`), or is a name bound once to one of these.
+
+    Not flagged: conditions that are not device tests (`nullcontext() if
+    is_final_validation else autocast(...)`, `nullcontext() if not use_amp else ...`),
+    branches that are not a torch autocast (`accelerator.autocast()` already picks the
+    device), and files that only run inference.
+
+    This rule is off by default: training in float32 off CUDA is sometimes deliberate.
+    Select it with `--select AMP202` to find the places where it is not said out loud.
+
+    ## Why is this bad?
+    CPU autocast (bfloat16) has been supported since PyTorch 1.10, and MPS and XPU have
+    their own autocast. Switching to `nullcontext()` on every device but CUDA trains in
+    float32 there without saying so: slower, more memory, and a different numerical
+    regime than on the GPU, which makes CPU or Apple-silicon runs a poor proxy of the
+    real one.
+
+    ## Example
+    ```python
+    from contextlib import nullcontext
+
+    import torch
+
+    device_type = "cuda" if torch.cuda.is_available() else "cpu"
+    ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+    with ctx:
+        loss = model(x).sum()
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    import amplint.runtime
+
+    device_type = "cuda" if torch.cuda.is_available() else "cpu"
+    ctx = amplint.runtime.autocast(device_type, dtype=torch.bfloat16)
+    with ctx:
+        loss = model(x).sum()
+    loss.backward()
+    ```
+
+    ## Fix safety
+    Unsafe: the fix replaces the whole conditional with
+    `amplint.runtime.autocast(<device>, dtype=<dtype>)`, which turns autocast on for the
+    devices that ran in float32 until now; numerics and speed change there. On CUDA
+    nothing changes: `dtype`, `enabled` and `cache_enabled` are kept, and an autocast
+    that gave no dtype on a literal `"cuda"` device gets `dtype=torch.float16` (CUDA's
+    default) so that `amplint.runtime.autocast` does not pick bfloat16 instead. The
+    `<device>` is the expression the test examines (`device` in `device.type == "cuda"`,
+    `device_type` in `device_type == "cpu"`), else the autocast's own non-literal device,
+    else the scope's device variable; with none of these it is left out and the runtime
+    uses the machine's default device. A `nullcontext` import left unused is not removed
+    (Ruff's F401 does that).
+    """
+
+    code = "AMP202"
+    name = "autocast-disabled-off-cuda"
+    summary = "Autocast replaced by nullcontext off CUDA"
+    triggers = frozenset({"nullcontext"})
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
+    default_enabled = False
+
+    VALID = (
+        # Not a device test.
+        (
+            "import torch\nfrom contextlib import nullcontext\n"
+            "ctx = nullcontext() if is_final_validation else torch.autocast('cuda')\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
+        ),
+        (
+            "import torch\nfrom contextlib import nullcontext\n"
+            "ctx = torch.autocast('cuda') if use_amp else nullcontext()\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
+        ),
+        # Inference only: no backward, no optimizer step.
+        (
+            "import torch\nfrom contextlib import nullcontext\n"
+            "ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)\nwith ctx:\n    y = m(x)\n"
+        ),
+        # Not torch's autocast.
+        (
+            "from contextlib import nullcontext\n"
+            "ctx = nullcontext() if device == 'cpu' else accelerator.autocast()\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
+        ),
+        # A project function called nullcontext is not contextlib's.
+        (
+            "import torch\n\ndef nullcontext():\n    return None\n\n"
+            "ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)\nloss.backward()\n"
+        ),
+        "import torch\nctx = torch.autocast(device_type)\nloss.backward()\n",
+    )
+    INVALID = (
+        Invalid(
+            (
+                "from contextlib import nullcontext\n\nimport torch\n\n"
+                "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+                "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)\n"
+                "with ctx:\n    loss = model(x)\nloss.backward()\n"
+            ),
+            fixed=(
+                "from contextlib import nullcontext\n\nimport torch\nimport amplint.runtime\n\n"
+                "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+                "ctx = amplint.runtime.autocast(device_type, dtype=ptdtype)\n"
+                "with ctx:\n    loss = model(x)\nloss.backward()\n"
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            (
+                "import contextlib\nimport torch\n\ndef train(model, x, device, optimizer):\n"
+                "    with torch.autocast('cuda', enabled=use_amp) if device.type == 'cuda' else contextlib.nullcontext():\n"
+                "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
+            ),
+            fixed=(
+                "import contextlib\nimport torch\nimport amplint.runtime\n\ndef train(model, x, device, optimizer):\n"
+                "    with amplint.runtime.autocast(device, dtype=torch.float16, enabled=use_amp):\n"
+                "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            (
+                "import torch\nfrom contextlib import nullcontext\n"
+                "amp_ctx = torch.cuda.amp.autocast(dtype=torch.bfloat16) if torch.cuda.is_available() else nullcontext()\n"
+                "with amp_ctx:\n    loss = m(x)\nloss.backward()\n"
+            ),
+            fixed=(
+                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
+                "amp_ctx = amplint.runtime.autocast(dtype=torch.bfloat16)\n"
+                "with amp_ctx:\n    loss = m(x)\nloss.backward()\n"
+            ),
+            unsafe=True,
+        ),
+    )
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        autocast_branch = self._torch_autocast(node.body) if self._is_nullcontext(node.orelse) else None
+        if autocast_branch is None and self._is_nullcontext(node.body):
+            autocast_branch = self._torch_autocast(node.orelse)
+        if autocast_branch is None:
+            return
+        devices = self.context.analysis.devices
+        if not devices.is_device_test(node.test) or not self.context.analysis.training.trains:
+            return
+        call, use = autocast_branch
+        message = (
+            "Autocast is replaced by `nullcontext()` off CUDA, so CPU/MPS/XPU runs train in float32 "
+            "without saying so; use `amplint.runtime.autocast(device, dtype=...)`, which picks each "
+            "device's own autocast"
+        )
+        self.report(node, message, fix=self._fix(node, call, use))
+
+    def _is_nullcontext(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == NULLCONTEXT
+
+    def _torch_autocast(self, expr: cst.BaseExpression) -> tuple[cst.Call, AutocastUse] | None:
+        if not isinstance(expr, cst.Call):
+            return None
+        use = self.context.analysis.autocast.autocast_use(expr)
+        if use is None or use.method or use.call is not expr:
+            return None
+        return expr, use
+
+    def _fix(self, node: cst.IfExp, call: cst.Call, use: AutocastUse) -> Fix | None:
+        arguments = call_arguments(call, OLD_ORDER if use.deprecated else NEW_ORDER)
+        if arguments is None:
+            return None
+        code = self.context.module.code_for_node
+        devices = self.context.analysis.devices
+        device: str | None = None
+        tested = devices.tested_device(node.test)
+        if tested is not None:
+            device = code(tested)
+        elif use.device_expr is not None and not isinstance(use.device_expr, cst.SimpleString):
+            device = code(use.device_expr)
+        else:
+            device = devices.expression_at(node)
+        parts = [device] if device is not None else []
+        dtype = arguments.get("dtype")
+        if dtype is not None:
+            parts.append(f"dtype={code(dtype)}")
+        elif use.device_types == frozenset({"cuda"}):
+            # CUDA autocast defaults to float16; the runtime would choose bfloat16 on Ampere+.
+            torch = module_binding(self.context, "torch", at=node)
+            if torch is None:
+                return None
+            parts.append(f"dtype={torch}.float16")
+        for keyword in ("enabled", "cache_enabled"):
+            if keyword in arguments:
+                parts.append(f"{keyword}={code(arguments[keyword])}")
+        imports = runtime_import(self.context)
+        if imports is None:
+            return None
+        replacement = f"amplint.runtime.autocast({', '.join(parts)})"
+        return self.make_fix(
+            f"Replace with `{replacement}`", [self.context.replace(node, replacement), *imports]
+        )
