@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
 
 from amplint.engine.context import FileContext
 
 
 def parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
-    return context.wrapper.resolve(ParentNodeProvider)
+    return context.parents
 
 
 def ancestors(context: FileContext, node: cst.CSTNode) -> list[cst.CSTNode]:

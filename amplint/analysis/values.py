@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import libcst as cst
-from libcst.metadata import Assignment, ParentNodeProvider, Scope, ScopeProvider
+from libcst.metadata import Assignment, Scope, ScopeProvider
 
 from amplint.engine.context import FileContext
 
@@ -36,7 +36,7 @@ def _scopes(context: FileContext) -> Mapping[cst.CSTNode, Scope | None]:
 
 
 def _parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
-    return context.wrapper.resolve(ParentNodeProvider)
+    return context.parents
 
 
 def assigned_values(context: FileContext, name: cst.Name) -> list[cst.BaseExpression]:

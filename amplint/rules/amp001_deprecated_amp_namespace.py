@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import ImportAssignment, ParentNodeProvider, ScopeProvider
+from libcst.metadata import ImportAssignment, ScopeProvider
 
 from amplint.analysis.compat import in_compat_fallback
 from amplint.analysis.imports import add_import, module_binding, name_is_free
@@ -168,6 +168,8 @@ class DeprecatedAmpNamespace(Rule):
     name = "deprecated-amp-namespace"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     triggers = frozenset({"amp"})
+    # Pre-filter: the deprecated namespaces are torch.cuda.amp and torch.cpu.amp.
+    requires = (frozenset({"cuda", "cpu"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 
@@ -352,7 +354,6 @@ class DeprecatedAmpNamespace(Rule):
         ),
     )
 
-    METADATA_DEPENDENCIES = Rule.METADATA_DEPENDENCIES
 
     def __init__(self, context: object) -> None:
         super().__init__(context)  # type: ignore[arg-type]
@@ -397,7 +398,7 @@ class DeprecatedAmpNamespace(Rule):
     # -- references ------------------------------------------------------------------------
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.get_metadata(ParentNodeProvider, node, None)
+        return self.context.parents.get(node)
 
     def _in_compat(self, node: cst.CSTNode) -> bool:
         return in_compat_fallback(self.context, node, is_amp_replacement)

@@ -94,6 +94,8 @@ class ManualHalfCast(Rule):
     name = "manual-half-cast"
     summary = "Manual cast to a low-precision dtype"
     triggers = frozenset({"half", "bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
+    # Pre-filter: only files that train (a backward or an optimizer step).
+    requires = (frozenset({"backward", "step"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
 

@@ -115,6 +115,8 @@ class LossOutsideAutocast(Rule):
     name = "loss-outside-autocast"
     summary = "Loss computed outside the autocast block"
     triggers = frozenset({"autocast"})
+    # Pre-filter: a tensor backward must follow the loss.
+    requires = (frozenset({"backward"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

@@ -62,6 +62,8 @@ class BackwardInsideAutocast(Rule):
     name = "backward-inside-autocast"
     summary = "Backward pass inside an autocast block"
     triggers = frozenset({"backward"})
+    # Pre-filter: every spelling of an autocast block names autocast somewhere in the file.
+    requires = (frozenset({"autocast"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

@@ -66,6 +66,8 @@ class UnsafeBce(Rule):
     name = "unsafe-bce"
     summary = "`binary_cross_entropy` raises under CUDA autocast"
     triggers = frozenset({"binary_cross_entropy", "BCELoss"})
+    # Pre-filter: only files with an autocast block.
+    requires = (frozenset({"autocast"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

@@ -70,6 +70,8 @@ class Fp16WithoutScaler(Rule):
     name = "fp16-without-scaler"
     summary = "float16 autocast in training without a GradScaler"
     triggers = frozenset({"autocast"})
+    # Pre-filter: a backward, and a float16 dtype named or by default (these devices).
+    requires = (frozenset({"backward"}), frozenset({"float16", "half", "cuda", "mps", "xpu", "mtia"}))
 
     VALID = (
         (

@@ -65,6 +65,8 @@ class ClipWithoutUnscale(Rule):
     name = "clip-without-unscale"
     summary = "Gradient clipping on still-scaled gradients"
     triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+    # Pre-filter: a scaler (named *scaler or constructed) and its step().
+    requires = (frozenset({"*scaler", "GradScaler"}), frozenset({"step"}))
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

@@ -65,6 +65,8 @@ class ScalerWithBfloat16(Rule):
     name = "scaler-with-bfloat16"
     summary = "GradScaler enabled with bfloat16 autocast"
     triggers = frozenset({"GradScaler"})
+    # Pre-filter: an autocast whose known dtype may be bfloat16 (named, or the default of these devices).
+    requires = (frozenset({"autocast"}), frozenset({"bfloat16", "cpu", "hpu", "xla"}))
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

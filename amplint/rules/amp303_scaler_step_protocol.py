@@ -66,7 +66,9 @@ class ScalerStepProtocol(Rule):
     code = "AMP303"
     name = "scaler-step-protocol"
     summary = "GradScaler protocol broken (step/update/unscale_)"
-    triggers = frozenset({"scale", "unscale_", "*scaler", "GradScaler"})
+    triggers = frozenset({"*scaler", "GradScaler"})
+    # Pre-filter: every protocol error involves step() or unscale_().
+    requires = (frozenset({"step", "unscale_"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

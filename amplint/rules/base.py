@@ -17,13 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
-from libcst.metadata import (
-    ParentNodeProvider,
-    PositionProvider,
-    ProviderT,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from libcst.metadata import ParentNodeProvider, ProviderT
 
 from amplint.diagnostics import Applicability, Fix
 
@@ -57,6 +51,9 @@ class Report:
     fix: Fix | None
 
 
+_NO_DEFAULT: Any = object()
+
+
 class Rule(cst.BatchableCSTVisitor):
     """Base class of every amplint rule; see the module docstring."""
 
@@ -73,12 +70,10 @@ class Rule(cst.BatchableCSTVisitor):
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (
-        PositionProvider,
-        ParentNodeProvider,
-        ScopeProvider,
-        QualifiedNameProvider,
-    )
+    # Nothing is resolved before the traversal: metadata is computed when first asked for
+    # (``get_metadata``, ``context.names``, ``context.parents``, ``context.span``), so a
+    # file no rule looks closely at costs little more than its parse.
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -118,6 +113,16 @@ class Rule(cst.BatchableCSTVisitor):
     ) -> Fix:
         chosen = applicability or self.fix_applicability or Applicability.SAFE
         return Fix(message=message, edits=tuple(edits), applicability=chosen, isolation=isolation)
+
+    def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = _NO_DEFAULT) -> Any:
+        """libcst's ``get_metadata``, resolving the provider on first use."""
+        if key is ParentNodeProvider:
+            mapping: Mapping[cst.CSTNode, Any] = self.context.parents
+        else:
+            mapping = self.context.wrapper.resolve(key)
+        if default is _NO_DEFAULT:
+            return mapping[node]
+        return mapping.get(node, default)
 
     # -- error containment -------------------------------------------------------------
 
