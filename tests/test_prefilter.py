@@ -94,6 +94,13 @@ def test_suffix_triggers_match_identifiers_ending_in_them() -> None:
     assert "AMP303" in kept
 
 
+def test_attribute_triggers_need_a_dot_before_the_name() -> None:
+    for kept in ("optimizer.step()", "optimizer . step()", "(optimizer\n    .step())", "optimizer.\\\n    step()"):
+        assert _occurs(".step", kept), kept
+    for skipped in ("def step(self):", "step = 1", "optimizer.steps()", "optimizer.step_size"):
+        assert not _occurs(".step", skipped), skipped
+
+
 class _AutocastOnly:
     triggers = frozenset({"autocast"})
 
@@ -121,13 +128,16 @@ def test_every_required_clause_must_occur() -> None:
     assert rules_for("autocast backward scalers", [stub]) == []
 
 
-_WORDISH = st.sampled_from(["half", "scaler", "_", "x", "1", "é", " ", ".", "(", "\n", "#", "'", "grad_", "ß"])
+_WORDISH = st.sampled_from(["half", "scaler", "_", "x", "1", "é", " ", ".", "(", "\n", "#", "'", "grad_", "ß", "\\", "\t"])
 
 
-@given(pieces=st.lists(_WORDISH, max_size=12), word=st.sampled_from(["half", "scaler", "*scaler", "*half"]))
+@given(pieces=st.lists(_WORDISH, max_size=12), word=st.sampled_from(["half", "scaler", "*scaler", "*half", ".half"]))
 def test_occurs_agrees_with_the_regex_definition(pieces: list[str], word: str) -> None:
     text = "".join(pieces)
-    if word.startswith("*"):
+    if word.startswith("."):
+        # An attribute name: a dot, then only blanks, line breaks or continuations.
+        expected = re.search(r"\.[ \t\x0c\r\n\\]*\b" + re.escape(word[1:]) + r"\b", text) is not None
+    elif word.startswith("*"):
         expected = re.search(r"\w*" + re.escape(word[1:]) + r"\b", text) is not None
     else:
         expected = re.search(r"\b" + re.escape(word) + r"\b", text) is not None

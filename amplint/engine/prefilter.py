@@ -1,7 +1,8 @@
 """A cheap, exact pre-filter: skip parsing files whose text cannot trigger any rule.
 
 Every rule declares the identifier words its findings need (``Rule.triggers``; a word
-written ``*suffix`` stands for any identifier ending in it): a file that contains none
+written ``*suffix`` stands for any identifier ending in it, one written ``.name`` for the
+identifier used as an attribute name, ``x.name``): a file that contains none
 of a rule's words cannot produce a finding of that rule, because every spelling of the
 symbols the rule matches (aliases included) must name them somewhere in the file.
 
@@ -30,23 +31,39 @@ def _clauses(rule: type[Rule]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(sorted(words)) for words in (rule.triggers, *extra))
 
 
+_BETWEEN_DOT_AND_NAME = frozenset(" \t\x0c\r\n\\")
+
+
 def _is_word_char(char: str) -> bool:
     # Exactly the characters ``\w`` matches in a str pattern.
     return char.isalnum() or char == "_"
 
 
+def _after_dot(text: str, start: int) -> bool:
+    """Is the identifier at ``start`` an attribute name (``x.step``, ``x . step``,
+    ``x.\\\n step``)? Whitespace, line continuations and line breaks inside brackets may
+    separate the dot from the name."""
+    index = start - 1
+    while index >= 0 and text[index] in _BETWEEN_DOT_AND_NAME:
+        index -= 1
+    return index >= 0 and text[index] == "."
+
+
 def _occurs(word: str, text: str) -> bool:
-    """Whether ``word`` occurs in ``text`` as a whole identifier (or, for ``*suffix``, as
-    the end of one)."""
+    """Whether ``word`` occurs in ``text`` as a whole identifier (for ``*suffix``, as the
+    end of one; for ``.name``, as an attribute name)."""
     suffix = word.startswith("*")
-    needle = word[1:] if suffix else word
+    attribute = word.startswith(".")
+    needle = word[1:] if suffix or attribute else word
     # str.find is a fast C search; a regex with ``\b`` around the word is ~10x slower
     # because it cannot skip ahead to the literal.
     start = text.find(needle)
     while start != -1:
         end = start + len(needle)
-        if (suffix or start == 0 or not _is_word_char(text[start - 1])) and (
-            end == len(text) or not _is_word_char(text[end])
+        if (
+            (suffix or start == 0 or not _is_word_char(text[start - 1]))
+            and (end == len(text) or not _is_word_char(text[end]))
+            and (not attribute or _after_dot(text, start))
         ):
             return True
         start = text.find(needle, start + 1)

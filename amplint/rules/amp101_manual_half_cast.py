@@ -93,9 +93,10 @@ class ManualHalfCast(Rule):
     code = "AMP101"
     name = "manual-half-cast"
     summary = "Manual cast to a low-precision dtype"
-    triggers = frozenset({"half", "bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
+    # `.half()`, `torch.half`, `.bfloat16()`, `torch.bfloat16`, `torch.float16`, tensor types.
+    triggers = frozenset({".half", ".bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
     # Pre-filter: only files that train (a backward or an optimizer step).
-    requires = (frozenset({"backward", "step"}),)
+    requires = (frozenset({"backward", ".step"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
 

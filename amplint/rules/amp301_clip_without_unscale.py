@@ -66,7 +66,7 @@ class ClipWithoutUnscale(Rule):
     summary = "Gradient clipping on still-scaled gradients"
     triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
     # Pre-filter: a scaler (named *scaler or constructed) and its step().
-    requires = (frozenset({"*scaler", "GradScaler"}), frozenset({"step"}))
+    requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 

@@ -68,7 +68,7 @@ class ScalerStepProtocol(Rule):
     summary = "GradScaler protocol broken (step/update/unscale_)"
     triggers = frozenset({"*scaler", "GradScaler"})
     # Pre-filter: every protocol error involves step() or unscale_().
-    requires = (frozenset({"step", "unscale_"}),)
+    requires = (frozenset({".step", ".unscale_"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
 
