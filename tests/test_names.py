@@ -113,6 +113,16 @@ def test_the_fast_path_steps_aside_where_names_are_rebound(text: str) -> None:
     assert _disagreements(text) == []
 
 
+def test_builtins_read_in_displays_and_defaults_stay_resolved() -> None:
+    # Names inside tuples, dicts, defaults and except clauses are reads, not rebindings.
+    text = (
+        "def f(x=(len, len), y=[len]):\n    return {'a': (len, 1)}\n\n"
+        "try:\n    pass\nexcept (len, OSError):\n    raise len\nz = len\n"
+    )
+    assert set(_resolve_all(text, "len")) == {"len"}
+    assert _disagreements(text) == []
+
+
 def test_a_rebound_builtin_is_left_unresolved() -> None:
     text = "def f():\n    str = 'x'\n    return str\n\ny = str(1)\n"
     context = _context(text)

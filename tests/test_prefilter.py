@@ -101,6 +101,13 @@ def test_attribute_triggers_need_a_dot_before_the_name() -> None:
         assert not _occurs(".step", skipped), skipped
 
 
+def test_empty_call_triggers_need_no_arguments() -> None:
+    for kept in ("optimizer.step()", "optimizer.step( )", "optimizer.step(\n)", "opt . step ()"):
+        assert _occurs(".step()", kept), kept
+    for skipped in ("scheduler.step(t)", "optimizer.step", "step()", "optimizer.step(closure)"):
+        assert not _occurs(".step()", skipped), skipped
+
+
 class _AutocastOnly:
     triggers = frozenset({"autocast"})
 

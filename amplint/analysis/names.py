@@ -248,6 +248,8 @@ def _element_role(element: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNod
         return "read"
     if isinstance(top, cst.ExceptHandler):
         return "read"  # `except (A, B):` - the name an except binds is an AsName
+    if isinstance(top, cst.Param):
+        return "read" if top.default is not None and _within(top.default, element, parents) else "other"
     if isinstance(top, (cst.Assign, cst.Arg, cst.Return, cst.Subscript, cst.SubscriptElement, cst.Index)):
         # The value side of these; their target side is never reached through a display.
         return "read" if not isinstance(top, cst.Assign) or _is_value(top, element, parents) else "other"
@@ -255,9 +257,13 @@ def _element_role(element: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNod
 
 
 def _is_value(assign: cst.Assign, node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    return _within(assign.value, node, parents)
+
+
+def _within(container: cst.CSTNode, node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     current: cst.CSTNode | None = node
-    while current is not None and current is not assign:
-        if current is assign.value:
+    while current is not None:
+        if current is container:
             return True
         current = parents.get(current)
     return False

@@ -2,7 +2,8 @@
 
 Every rule declares the identifier words its findings need (``Rule.triggers``; a word
 written ``*suffix`` stands for any identifier ending in it, one written ``.name`` for the
-identifier used as an attribute name, ``x.name``): a file that contains none
+identifier used as an attribute name, ``x.name``, and a final ``()`` for a call with no
+arguments, ``.step()``): a file that contains none
 of a rule's words cannot produce a finding of that rule, because every spelling of the
 symbols the rule matches (aliases included) must name them somewhere in the file.
 
@@ -49,12 +50,30 @@ def _after_dot(text: str, start: int) -> bool:
     return index >= 0 and text[index] == "."
 
 
+def _empty_call_follows(text: str, end: int) -> bool:
+    """Is the identifier ending at ``end`` called with no arguments (``x.step()``,
+    ``x.step( )``, ``x.step(\n)``)?"""
+    index = end
+    while index < len(text) and text[index] in _BETWEEN_DOT_AND_NAME:
+        index += 1
+    if index == len(text) or text[index] != "(":
+        return False
+    index += 1
+    while index < len(text) and text[index] in _BETWEEN_DOT_AND_NAME:
+        index += 1
+    return index < len(text) and text[index] == ")"
+
+
 def _occurs(word: str, text: str) -> bool:
     """Whether ``word`` occurs in ``text`` as a whole identifier (for ``*suffix``, as the
-    end of one; for ``.name``, as an attribute name)."""
+    end of one; for ``.name``, as an attribute name; for ``name()``, called without
+    arguments)."""
     suffix = word.startswith("*")
     attribute = word.startswith(".")
+    empty_call = word.endswith("()")
     needle = word[1:] if suffix or attribute else word
+    if empty_call:
+        needle = needle[:-2]
     # str.find is a fast C search; a regex with ``\b`` around the word is ~10x slower
     # because it cannot skip ahead to the literal.
     start = text.find(needle)
@@ -64,6 +83,7 @@ def _occurs(word: str, text: str) -> bool:
             (suffix or start == 0 or not _is_word_char(text[start - 1]))
             and (end == len(text) or not _is_word_char(text[end]))
             and (not attribute or _after_dot(text, start))
+            and (not empty_call or _empty_call_follows(text, end))
         ):
             return True
         start = text.find(needle, start + 1)

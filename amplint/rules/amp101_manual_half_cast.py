@@ -95,8 +95,9 @@ class ManualHalfCast(Rule):
     summary = "Manual cast to a low-precision dtype"
     # `.half()`, `torch.half`, `.bfloat16()`, `torch.bfloat16`, `torch.float16`, tensor types.
     triggers = frozenset({".half", ".bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
-    # Pre-filter: only files that train (a backward or an optimizer step).
-    requires = (frozenset({"backward", ".step"}),)
+    # Pre-filter: only files that train: a backward, an optimizer's `.step()`, or a
+    # scaler's `.step(optimizer)` (a scheduler's `.step(x, t)` is neither).
+    requires = (frozenset({"backward", ".step()", "*scaler", "GradScaler"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
 
