@@ -181,7 +181,9 @@ def test_loss_calls(call: str, expected: bool) -> None:
     (statement,) = [
         s for s in context.module.body if context.module.code_for_node(s).startswith("result")
     ]
-    assign = statement.body[0]  # type: ignore[attr-defined]
+    assert isinstance(statement, cst.SimpleStatementLine)
+    assign = statement.body[0]
+    assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
     assert is_loss_call(context, assign.value) is expected
 
 

@@ -163,7 +163,7 @@ def test_a_file_that_cannot_be_written_is_an_error(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (project / "other.py").write_text(TRAIN)
-    real = cli_module.write_atomically
+    real = cli_module.write_atomically  # type: ignore[attr-defined]
 
     def refuse_train(path: str, original: bytes, data: bytes) -> str | None:
         if Path(path).name == "train.py":

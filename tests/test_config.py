@@ -309,7 +309,7 @@ def test_cli_cache_dir_is_relative_to_the_current_directory(
     from amplint import cli as cli_module
 
     seen: list[str | None] = []
-    real_run = cli_module.run
+    real_run = cli_module.run  # type: ignore[attr-defined]
 
     def spy(*args: object, **kwargs: object) -> object:
         seen.append(kwargs.get("cache_dir"))  # type: ignore[arg-type]

@@ -29,6 +29,12 @@ from amplint.runtime import doctor
 # -- fake hardware ------------------------------------------------------------------------------
 
 
+
+def _grad(parameter: torch.Tensor) -> torch.Tensor:
+    """A parameter's gradient, which a backward has certainly populated."""
+    assert parameter.grad is not None
+    return parameter.grad
+
 def _index(device: Any) -> int:
     if device is None:
         return 0
@@ -356,7 +362,7 @@ def _loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Ten
 def _reference_grads() -> list[torch.Tensor]:
     model, x, y = _problem()
     _loss(model, x, y).backward()
-    return [p.grad.detach().clone() for p in model.parameters()]
+    return [_grad(p).detach().clone() for p in model.parameters()]
 
 
 def _norm(grads: list[torch.Tensor], p: float = 2.0) -> torch.Tensor:

@@ -25,6 +25,12 @@ from amplint.runtime import LossScaleWarning, MixedPrecision
 LR = 0.1
 
 
+
+def _grad(parameter: torch.Tensor) -> torch.Tensor:
+    """A parameter's gradient, which a backward has certainly populated."""
+    assert parameter.grad is not None
+    return parameter.grad
+
 def _problem() -> tuple[torch.nn.Module, torch.optim.Optimizer, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
@@ -43,7 +49,7 @@ def _loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Ten
 def _fp32_grads() -> list[torch.Tensor]:
     model, _, x, y = _problem()
     _loss(model, x, y).backward()
-    return [p.grad.detach().clone() for p in model.parameters()]
+    return [_grad(p).detach().clone() for p in model.parameters()]
 
 
 def _params(model: torch.nn.Module) -> list[torch.Tensor]:
@@ -56,7 +62,7 @@ def _total_norm(grads: list[torch.Tensor]) -> float:
 
 def _poison(model: torch.nn.Module) -> None:
     """Make this step's gradients non-finite, as a float16 overflow would."""
-    next(iter(model.parameters())).grad.view(-1)[0] = float("inf")
+    _grad(next(iter(model.parameters()))).view(-1)[0] = float("inf")
 
 
 def _skip_step(mp: MixedPrecision, model: torch.nn.Module, optimizer: Any, x: Any, y: Any) -> bool:
@@ -158,7 +164,7 @@ def test_step_clips_only_the_given_parameters() -> None:
     mp.step(optimizer, max_norm=tiny, parameters=[first])
     assert mp.grad_norm is not None
     assert mp.grad_norm.item() == pytest.approx(_total_norm(reference[:1]), rel=1e-5)
-    assert _total_norm([first.grad]) == pytest.approx(tiny, rel=1e-3)
+    assert _total_norm([_grad(first)]) == pytest.approx(tiny, rel=1e-3)
     for p, g in zip(rest, reference[1:], strict=True):
         torch.testing.assert_close(p.grad, g)  # unscaled, not clipped
 
