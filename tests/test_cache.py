@@ -138,7 +138,8 @@ def test_reports_come_in_the_order_given(tmp_path: Path) -> None:
 
 
 def test_different_settings_use_different_entries(tmp_path: Path, lint_calls: list[str]) -> None:
-    path = _write(tmp_path, "a.py", DEPRECATED)
+    # With AMP001 ignored, the pre-filter still keeps the file for AMP302, which is silent.
+    path = _write(tmp_path, "a.py", DEPRECATED + "scaler = torch.amp.GradScaler('cpu')\n")
     _check([path], _settings(tmp_path), tmp_path / "cache")
     lint_calls.clear()
     ignoring = _settings(tmp_path, ignore=("AMP001",))

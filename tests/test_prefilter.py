@@ -108,6 +108,20 @@ def test_empty_call_triggers_need_no_arguments() -> None:
         assert not _occurs(".step()", skipped), skipped
 
 
+def test_regex_triggers_search_the_text() -> None:
+    from amplint.rules.amp201_hardcoded_amp_device import DEVICE_STRING_CHOICE
+
+    kept = [
+        '"cuda" if x else "cpu"',
+        "('cpu'  # why\n ) if not d.startswith('cuda') else 'cuda'",
+        "'''cuda''' if x else 'cpu'",
+    ]
+    for text in kept:
+        assert _occurs(DEVICE_STRING_CHOICE, text), text
+    for text in ('"cuda:0" if x else "cpu"', 'device = "cuda"', '"cuda" ifx'):
+        assert not _occurs(DEVICE_STRING_CHOICE, text), text
+
+
 class _AutocastOnly:
     triggers = frozenset({"autocast"})
 

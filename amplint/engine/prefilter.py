@@ -3,7 +3,8 @@
 Every rule declares the identifier words its findings need (``Rule.triggers``; a word
 written ``*suffix`` stands for any identifier ending in it, one written ``.name`` for the
 identifier used as an attribute name, ``x.name``, and a final ``()`` for a call with no
-arguments, ``.step()``): a file that contains none
+arguments, ``.step()``; ``re:pattern`` is a regular expression, for the rare condition
+that words cannot state): a file that contains none
 of a rule's words cannot produce a finding of that rule, because every spelling of the
 symbols the rule matches (aliases included) must name them somewhere in the file.
 
@@ -19,6 +20,7 @@ than this scan, so every file skipped here is most of a file's cost saved.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 
 from amplint.rules.base import Rule
@@ -64,10 +66,17 @@ def _empty_call_follows(text: str, end: int) -> bool:
     return index < len(text) and text[index] == ")"
 
 
+@functools.lru_cache(maxsize=64)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 def _occurs(word: str, text: str) -> bool:
     """Whether ``word`` occurs in ``text`` as a whole identifier (for ``*suffix``, as the
     end of one; for ``.name``, as an attribute name; for ``name()``, called without
     arguments)."""
+    if word.startswith("re:"):
+        return _regex(word[3:]).search(text) is not None
     suffix = word.startswith("*")
     attribute = word.startswith(".")
     empty_call = word.endswith("()")

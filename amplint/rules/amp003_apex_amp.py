@@ -179,6 +179,8 @@ class ApexAmp(Rule):
     name = "apex-amp"
     summary = "apex.amp no longer exists"
     triggers = frozenset({"apex"})
+    # Pre-filter: every spelling of apex.amp names `amp` (apex's other packages do not).
+    requires = (frozenset({"amp"}),)
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
 

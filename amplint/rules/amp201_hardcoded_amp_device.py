@@ -26,6 +26,11 @@ _SHORT = {
 }
 
 
+# `"cuda" if ... else "cpu"` and its mirrors: a quoted device type, closing brackets or
+# comments, then `if`.
+DEVICE_STRING_CHOICE = r"""re:(?:cuda|cpu)['"]{1,3}(?:[\s\\)]|#[^\n]*)*if\b"""
+
+
 def _literal(expr: cst.BaseExpression | None) -> str | None:
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -126,6 +131,13 @@ class HardcodedAmpDevice(Rule):
     name = "hardcoded-amp-device"
     summary = "AMP code hardcodes the CUDA device"
     triggers = frozenset({"cuda", "nccl", "autocast"})
+    # Pre-filter, case by case: (a) an AMP API, "cuda" and a device variable; (b) a
+    # conditional expression whose value is "cuda" or "cpu"; (c) autocast and `str`;
+    # (d) `init_process_group`.
+    requires = (
+        frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd", "init_process_group", DEVICE_STRING_CHOICE}),
+        frozenset({"device", "str", "init_process_group", DEVICE_STRING_CHOICE}),
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
 

@@ -80,6 +80,8 @@ class AutocastDisabledOffCuda(Rule):
     name = "autocast-disabled-off-cuda"
     summary = "Autocast replaced by nullcontext off CUDA"
     triggers = frozenset({"nullcontext"})
+    # Pre-filter: an autocast, in a file that trains.
+    requires = (frozenset({"autocast"}), frozenset({"backward", ".step()", "*scaler", "GradScaler"}))
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     default_enabled = False
