@@ -75,7 +75,7 @@ def test_fix_echoes_unchanged_bytes_exactly(project: Path) -> None:
     data = "# caf\xe9\r\nx = 1\r\n".encode("latin-1")
     result = CliRunner().invoke(cli, ["fix", "-"], input=data)
     assert (result.exit_code, result.stdout_bytes) == (1, data)
-    assert result.stderr.startswith("-:1:1: AMP900 cannot decode")
+    assert result.stderr.startswith("-:1:6: AMP900 cannot decode as utf-8")
 
 
 def test_check_diff_prints_a_diff(project: Path) -> None:

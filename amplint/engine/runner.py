@@ -26,7 +26,7 @@ from types import FrameType
 
 import pathspec
 
-from amplint.diagnostics import Applicability, Diagnostic
+from amplint.diagnostics import Applicability, Diagnostic, Location
 from amplint.engine.cache import ResultsCache, digest
 from amplint.engine.config import Settings, select_rules
 from amplint.engine.fixer import FixFailure, fix_source
@@ -129,7 +129,9 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     try:
         source = decode(data)
     except SourceError as error:
-        report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, f"cannot decode: {error}"))
+        location = Location(error.row, error.column)
+        message = str(error) if str(error).startswith("cannot ") else f"cannot decode: {error}"
+        report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, message, location))
         return _filter_codes(report, rules)
     report.old_text = report.new_text = source.text
     active = rules_for(source.text, rules)

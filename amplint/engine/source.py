@@ -14,6 +14,7 @@ import tokenize
 from dataclasses import dataclass
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 # Codecs for which a successful decode guarantees that encoding gives the bytes back.
 _BIJECTIVE = frozenset({"utf-8", "ascii"})
 
@@ -70,6 +71,18 @@ def decode(data: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
+        if not _COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            # No cookie: the first lines are simply not UTF-8. Say where, like below.
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as decode_error:
+                row, column = _position(data, decode_error.start)
+                raise SourceError(
+                    f"cannot decode as utf-8: {decode_error.reason} at byte {decode_error.start}"
+                    " (add a PEP 263 coding cookie if it is not UTF-8)",
+                    row,
+                    column,
+                ) from None
         raise SourceError(f"invalid encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
     except (LookupError, UnicodeError) as error:
         raise SourceError(f"invalid encoding declaration: {error}") from None

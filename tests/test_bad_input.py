@@ -1,0 +1,285 @@
+"""Never crash, never corrupt: every odd file gets a clear per-file answer, the run goes on.
+
+Each case runs through the runner (``amplint.engine.runner.run``, what the CLI calls) or
+the CLI itself, next to an ordinary file that must still be checked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amplint.api import fix_text
+from amplint.cli import cli
+from amplint.engine import runner
+from amplint.engine.config import Settings
+from amplint.engine.runner import FileReport, Job, Mode, run
+
+ROOT = Path(__file__).resolve().parent.parent
+# AMP001 with a safe fix.
+DEPRECATED = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+DEPRECATED_FIXED = 'import torch\nscaler = torch.amp.GradScaler("cuda")\n'
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(project_root=str(tmp_path))
+
+
+def _reports(tmp_path: Path, *paths: Path, mode: Mode = Mode.CHECK, jobs: int = 1) -> list[FileReport]:
+    return list(run([str(p) for p in paths], Job(mode, _settings(tmp_path)), jobs=jobs))
+
+
+def _codes(report: FileReport) -> list[str]:
+    return [d.code for d in report.diagnostics]
+
+
+def _check_beside(tmp_path: Path, name: str, data: bytes) -> tuple[FileReport, FileReport]:
+    """Check an odd file and an ordinary one together; both reports."""
+    odd = tmp_path / name
+    odd.write_bytes(data)
+    ordinary = tmp_path / "ordinary.py"
+    ordinary.write_text(DEPRECATED, encoding="utf-8")
+    first, second = _reports(tmp_path, odd, ordinary)
+    assert _codes(second) == ["AMP001"], "the run must go on after the odd file"
+    return first, second
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def test_latin1_with_a_cookie_is_checked_and_fixed_in_latin1(tmp_path: Path) -> None:
+    text = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + DEPRECATED
+    path = tmp_path / "latin.py"
+    path.write_bytes(text.encode("latin-1"))
+    (report,) = _reports(tmp_path, path, mode=Mode.FIX)
+    assert report.fixed == ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + DEPRECATED_FIXED).encode("latin-1")
+
+
+def test_latin1_without_a_cookie_is_amp900_and_the_run_goes_on(tmp_path: Path) -> None:
+    odd, _ = _check_beside(tmp_path, "latin.py", b"# caf\xe9\n" + DEPRECATED.encode())
+    assert _codes(odd) == ["AMP900"]
+    assert "cannot decode as utf-8" in odd.diagnostics[0].message
+    assert odd.diagnostics[0].location.row == 1
+
+
+def test_nul_bytes_are_amp900_with_their_position(tmp_path: Path) -> None:
+    odd, _ = _check_beside(tmp_path, "nul.py", b"import torch\nx = 1\x00\n")
+    assert _codes(odd) == ["AMP900"]
+    assert "NUL" in odd.diagnostics[0].message
+    assert (odd.diagnostics[0].location.row, odd.diagnostics[0].location.column) == (2, 6)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n   \n", b"\xef\xbb\xbf", b"# only a comment"])
+def test_empty_and_blank_files_are_clean(tmp_path: Path, data: bytes) -> None:
+    odd, _ = _check_beside(tmp_path, "empty.py", data)
+    assert odd.diagnostics == []
+
+
+def test_bom_crlf_and_lone_cr_survive_a_fix(tmp_path: Path) -> None:
+    for name, data in {
+        "bom.py": b"\xef\xbb\xbf" + DEPRECATED.encode(),
+        "crlf.py": DEPRECATED.replace("\n", "\r\n").encode(),
+        "cr.py": DEPRECATED.replace("\n", "\r").encode(),
+    }.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        (report,) = _reports(tmp_path, path, mode=Mode.FIX)
+        expected = DEPRECATED_FIXED.encode()
+        if name == "bom.py":
+            expected = b"\xef\xbb\xbf" + expected
+        elif name == "crlf.py":
+            expected = expected.replace(b"\n", b"\r\n")
+        elif name == "cr.py":
+            expected = expected.replace(b"\n", b"\r")
+        assert report.fixed == expected, name
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "message"),
+    [
+        ("py2.py", "import torch.cuda.amp\nprint 'hello'\n", "SyntaxError"),
+        ("tabs.py", "import torch.cuda.amp\nif True:\n        x = 1\n\ty = 2\n", "TabError"),
+        ("broken.py", "import torch.cuda.amp\ndef f(:\n    pass\n", "SyntaxError"),
+    ],
+)
+# Each mentions torch.cuda.amp: only files a rule could fire on are parsed (AMP900's page).
+def test_files_python_cannot_compile_are_amp900(tmp_path: Path, name: str, source: str, message: str) -> None:
+    odd, _ = _check_beside(tmp_path, name, source.encode())
+    assert _codes(odd) == ["AMP900"]
+    assert message in odd.diagnostics[0].message
+
+
+def test_deep_nesting_is_reported_or_analysed_never_a_crash(tmp_path: Path) -> None:
+    # Too deep for CPython's parser: AMP900 with CPython's message, no libcst stack overflow.
+    deep = "import torch.cuda.amp\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
+    odd, _ = _check_beside(tmp_path, "deep.py", deep.encode())
+    assert _codes(odd) == ["AMP900"]
+    # Deep, but within what CPython compiles: analysed like any file.
+    chain = "import torch\nx = " + " + ".join(["torch.half"] * 2000) + "\n" + DEPRECATED.split("\n", 1)[1]
+    analysed, _ = _check_beside(tmp_path, "long.py", chain.encode())
+    assert _codes(analysed) == ["AMP001"]
+
+
+def test_valid_but_unusual_syntax_is_analysed(tmp_path: Path) -> None:
+    source = (
+        "import torch\n"
+        "match command:\n    case [x, *rest]:\n        pass\n    case _:\n        pass\n"
+        "if (n := len(a)) > 10:\n    pass\n"
+        "try:\n    pass\nexcept* ValueError:\n    pass\n"
+        "s = '\\d invalid escape'\n"
+        "x = 1\x0c\n"
+        "\x0cy = 2\n"
+        "scaler = torch.cuda.amp.GradScaler()\n"
+    )
+    odd, _ = _check_beside(tmp_path, "modern.py", source.encode())
+    assert _codes(odd) == ["AMP001"]
+
+
+def test_a_file_over_the_size_limit_is_reported_not_parsed(tmp_path: Path) -> None:
+    big = tmp_path / "generated.py"
+    line = "x = torch.cuda.amp.GradScaler()  # padding padding padding padding padding\n"
+    big.write_text("import torch\n" + line * (10 * 1024 * 1024 // len(line) + 1), encoding="utf-8")
+    assert big.stat().st_size > 10 * 1024 * 1024
+    ordinary = tmp_path / "ordinary.py"
+    ordinary.write_text(DEPRECATED, encoding="utf-8")
+    first, second = list(run([str(big), str(ordinary)], Job(Mode.CHECK, _settings(tmp_path)), jobs=1))
+    assert _codes(first) == ["AMP900"] and "too large" in first.diagnostics[0].message
+    assert _codes(second) == ["AMP001"]
+
+
+# -- the file system --------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root reads anything")
+def test_an_unreadable_file_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "secret.py"
+    path.write_text(DEPRECATED, encoding="utf-8")
+    path.chmod(0)
+    try:
+        odd, _ = _check_beside(tmp_path, "unused.py", b"")
+        (report,) = _reports(tmp_path, path)
+    finally:
+        path.chmod(0o644)
+    assert _codes(report) == ["AMP900"] and "cannot read" in report.diagnostics[0].message
+    del odd
+
+
+def test_a_path_that_cannot_be_read_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    # A broken symlink given explicitly cannot be read: reported, the next file checked.
+    link = tmp_path / "dangling.py"
+    link.symlink_to(tmp_path / "nowhere.py")
+    ordinary = tmp_path / "ordinary.py"
+    ordinary.write_text(DEPRECATED, encoding="utf-8")
+    first, second = _reports(tmp_path, link, ordinary)
+    assert _codes(first) == ["AMP900"] and "cannot read" in first.diagnostics[0].message
+    assert _codes(second) == ["AMP001"]
+
+
+def test_cli_handles_links_loops_directories_named_py_and_missing_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg.py").mkdir()  # a directory named like a module
+    (tmp_path / "pkg.py" / "inner.py").write_text(DEPRECATED, encoding="utf-8")
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    (tmp_path / "loop").symlink_to(tmp_path)
+    (tmp_path / "train.py").write_text(DEPRECATED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "concise", ".", "missing.py"])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 2, "a missing path is an error"
+    assert "missing.py" in result.stderr
+    assert "pkg.py/inner.py" in result.stdout and "train.py" in result.stdout
+
+
+def test_a_file_changed_between_read_and_write_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(DEPRECATED, encoding="utf-8")
+    (report,) = _reports(tmp_path, path, mode=Mode.FIX)
+    path.write_text(DEPRECATED + "# edited meanwhile\n", encoding="utf-8")
+    assert report.original is not None and report.fixed is not None
+    problem = runner.write_atomically(str(path), report.original, report.fixed)
+    assert problem is not None and "changed" in problem
+    assert path.read_text(encoding="utf-8") == DEPRECATED + "# edited meanwhile\n"
+
+
+def test_an_atomic_write_keeps_the_mode_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(DEPRECATED, encoding="utf-8")
+    path.chmod(0o751)
+    (report,) = _reports(tmp_path, path, mode=Mode.FIX)
+    assert report.original is not None and report.fixed is not None
+    assert runner.write_atomically(str(path), report.original, report.fixed) is None
+    assert path.read_text(encoding="utf-8") == DEPRECATED_FIXED
+    assert path.stat().st_mode & 0o777 == 0o751
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+# -- crashes ----------------------------------------------------------------------------------
+
+
+_REAL_PROCESS_PATH = runner.process_path
+
+
+def _dying_process_path(path: str, job: Job) -> FileReport:
+    # Module level, so that the pool can send it to the workers by name.
+    if path.endswith("poison.py"):
+        os._exit(3)  # what a stack overflow in native code looks like from outside
+    return _REAL_PROCESS_PATH(path, job)
+
+
+def test_a_dying_worker_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "process_path", _dying_process_path)
+    poison = tmp_path / "poison.py"
+    poison.write_text(DEPRECATED, encoding="utf-8")
+    others = []
+    for index in range(4):
+        other = tmp_path / f"ok{index}.py"
+        other.write_text(DEPRECATED, encoding="utf-8")
+        others.append(other)
+    reports = _reports(tmp_path, others[0], poison, *others[1:], jobs=2)
+    by_name = {Path(r.path).name: _codes(r) for r in reports}
+    assert by_name["poison.py"] == ["AMP999"]
+    assert all(by_name[p.name] == ["AMP001"] for p in others)
+
+
+# -- fixing -----------------------------------------------------------------------------------
+
+
+def test_fixing_twice_equals_fixing_once_on_every_fixture() -> None:
+    for path in sorted((ROOT / "fixtures").glob("*.py")):
+        once = fix_text(path.read_text(encoding="utf-8"), select=["ALL"], unsafe_fixes=True)
+        assert fix_text(once, select=["ALL"], unsafe_fixes=True) == once, path.name
+        compile(once, path.name, "exec")
+
+
+def test_sigterm_during_fix_apply_leaves_every_file_old_or_new(tmp_path: Path) -> None:
+    count = 300
+    for index in range(count):
+        (tmp_path / f"m{index:03}.py").write_text(DEPRECATED, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "amplint", "fix", "--apply", "--no-cache", "-j", "2", "-q", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    # Wait until some files are written, then interrupt mid-run.
+    while time.monotonic() < deadline and process.poll() is None:
+        if any((tmp_path / f"m{index:03}.py").read_text(encoding="utf-8") == DEPRECATED_FIXED for index in range(0, count, 10)):
+            break
+        time.sleep(0.01)
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    contents = {(tmp_path / f"m{index:03}.py").read_text(encoding="utf-8") for index in range(count)}
+    assert contents <= {DEPRECATED, DEPRECATED_FIXED}
+    assert not [p.name for p in tmp_path.iterdir() if not p.name.endswith(".py")], "temporary files left"
