@@ -545,6 +545,9 @@ def _run_paths(options: Options, settings: Settings, mode: str, printer: Printer
     results = run(files, _job(settings, mode), jobs=jobs, cache_dir=cache_dir)
     for report in progress(results, total=len(files), enabled=show_progress, label=label):
         reports.append(report)
+        if not options.silent:
+            for warning in report.warnings:
+                _warning(f"{display_path(report.path)}: {warning}")
         if mode == APPLY and report.fixed is not None and report.original is not None:
             problem = write_atomically(report.path, report.original, report.fixed)
             if problem is None:

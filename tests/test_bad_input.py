@@ -119,6 +119,21 @@ def test_files_python_cannot_compile_are_amp900(tmp_path: Path, name: str, sourc
     assert message in odd.diagnostics[0].message
 
 
+def test_valid_python_libcst_cannot_parse_is_a_warning_not_a_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `(x): int` is valid (CPython compiles it) but libcst's parser refuses it.
+    source = "import torch.cuda.amp\n\ndef f():\n    (x): int\n"
+    compile(source, "odd.py", "exec")
+    odd, _ = _check_beside(tmp_path, "odd.py", source.encode())
+    assert odd.diagnostics == []
+    assert odd.warnings and "libcst cannot parse" in odd.warnings[0]
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "odd.py"])
+    assert result.exit_code == 0
+    assert "odd.py: not checked: libcst cannot parse" in result.stderr
+
+
 def test_deep_nesting_is_reported_or_analysed_never_a_crash(tmp_path: Path) -> None:
     # Too deep for CPython's parser: AMP900 with CPython's message, no libcst stack overflow.
     deep = "import torch.cuda.amp\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n"

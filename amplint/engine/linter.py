@@ -62,6 +62,8 @@ class LintResult:
     compiles: bool = False
     # Why fixes cannot be applied to this file, when they cannot.
     unfixable: str | None = None
+    # Why the file was not checked although it is valid Python (a warning, not a finding).
+    skipped: str | None = None
 
 
 def file_diagnostic(path: str, code: str, message: str, location: Location = _START, detail: str | None = None) -> Diagnostic:
@@ -133,6 +135,7 @@ class Parsed:
     module: cst.Module | None
     error: Diagnostic | None
     compiles: bool
+    skipped: str | None = None
 
 
 def cpython_compiles(text: str, path: str = "<unknown>") -> BaseException | None:
@@ -185,13 +188,12 @@ def parse_source(path: str, text: str) -> Parsed:
             # Both refuse it: CPython's wording and position are the ones users know.
             message, location = _cpython_message(cpython_error), _cpython_location(cpython_error)
         else:
+            # Valid Python that libcst's parser does not handle: not the user's syntax
+            # error, so no AMP900 (it would fail their CI on correct code); a warning.
             first = str(error.message).splitlines()[0] if error.message else "syntax error"
             position = _LIBCST_POSITION.search(first)
-            if position:
-                location = Location(max(int(position.group(1)), 1), int(position.group(2)) + 1)
-            else:
-                location = Location(max(error.raw_line, 1), max(error.raw_column, 0) + 1)
-            message = f"SyntaxError: {first} (libcst's parser)"
+            where = f"{position.group(1)}:{int(position.group(2)) + 1}" if position else f"{max(error.raw_line, 1)}"
+            return Parsed(None, None, True, f"not checked: libcst cannot parse this valid Python (at {where})")
         diagnostic = file_diagnostic(path, PARSE_ERROR, f"cannot parse: {message}", location)
     except RecursionError:
         diagnostic = file_diagnostic(path, PARSE_ERROR, "cannot parse: expressions nested too deeply to analyse")
@@ -200,11 +202,6 @@ def parse_source(path: str, text: str) -> Parsed:
     except Exception as error:  # noqa: BLE001 - the parser's own bug is the user's AMP900, reported
         diagnostic = file_diagnostic(path, PARSE_ERROR, f"cannot parse: {type(error).__name__}: {error}")
     return Parsed(None, diagnostic, compiles)
-
-
-def parse(path: str, text: str) -> cst.Module | Diagnostic:
-    parsed = run_deep(parse_source, path, text)
-    return parsed.module if parsed.module is not None else parsed.error  # type: ignore[return-value]
 
 
 # -- mapping libcst's rendering back onto the text ---------------------------------------------
@@ -439,8 +436,8 @@ def apply_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
 def _lint(path: str, source: SourceFile, rules: Sequence[type[Rule]]) -> LintResult:
     parsed = parse_source(path, source.text)
     if parsed.module is None:
-        assert parsed.error is not None
-        return LintResult(diagnostics=[parsed.error], parsed=False, compiles=parsed.compiles)
+        errors = [parsed.error] if parsed.error is not None else []
+        return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
     result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles)
     result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text), key=lambda d: d.sort_key)
     return result

@@ -60,6 +60,8 @@ class FileReport:
     fix_failures: list[FixFailure] = field(default_factory=list)
     write_error: str | None = None
     written: bool = False
+    # Said on stderr, never a finding (a valid file libcst cannot parse).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def internal_error(self) -> bool:
@@ -138,10 +140,13 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     if not active:
         return report
     if job.mode is Mode.CHECK:
-        report.diagnostics = lint_source(path, source, active).diagnostics
+        result = lint_source(path, source, active)
+        report.diagnostics = result.diagnostics
+        report.warnings = [result.skipped] if result.skipped else []
         return _filter_codes(report, rules)
     outcome = fix_source(path, source, active, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes))
     report.diagnostics = outcome.remaining.diagnostics
+    report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []
     report.fixes_applied = outcome.applied
     report.fix_failures = outcome.failures
     if outcome.text != source.text:
@@ -322,8 +327,8 @@ def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic
 
 
 def _remember(cache: ResultsCache, report: FileReport, job: Job) -> None:
-    if report.original is None or report.internal_error:
-        return  # unreadable, or a crash that may not happen again
+    if report.original is None or report.internal_error or report.warnings:
+        return  # unreadable, a crash that may not happen again, or a warning to repeat
     if job.mode is Mode.FIX and (report.fixed is not None or report.fixes_applied or report.fix_failures):
         return  # the diagnostics are those of the fixed text, not of the bytes read
     cache.store(report.path, report.original, report.diagnostics)

@@ -11,6 +11,10 @@ class SyntaxErrorRule(Rule):
     at the syntax error when there is one. The rest of the run goes on, and `fix` never
     touches such a file.
 
+    A file that CPython compiles but libcst's parser does not handle (a few rare forms,
+    such as `(x): int` in a function) is valid code, so it gets no AMP900, which would
+    fail a CI on correct code: a warning on stderr says it was not checked.
+
     amplint is not a syntax checker: a file that contains none of the enabled rules'
     trigger words (such as `amp`, `autocast`, `GradScaler`, `backward`) is never parsed,
     so a syntax error there is not reported. An empty file is valid Python.
