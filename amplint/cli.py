@@ -556,6 +556,11 @@ def _run_paths(options: Options, settings: Settings, mode: str, printer: Printer
                 report.write_error = problem
                 write_failed = True
                 _error(f"{display_path(report.path)}: {problem}")
+        if not report.diagnostics and (report.fixed is None or mode == APPLY):
+            # Nothing will quote this file's text again: memory stays bounded by the
+            # findings, not by the size of the tree.
+            report.original = None
+            report.old_text = report.new_text = ""
     printer.log(f"checked {len(reports)} file(s) in {time.perf_counter() - started:.2f}s")
     return _finish(
         options,
