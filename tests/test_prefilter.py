@@ -124,6 +124,17 @@ def test_regex_triggers_search_the_text() -> None:
     for text in ('"cuda:0" if x else "cpu"', 'device = "cuda"', '"cuda" ifx'):
         assert not _occurs(DEVICE_STRING_CHOICE, text), text
 
+    from amplint.rules.amp201_hardcoded_amp_device import CUDA_LITERAL, STR_CALL
+
+    for text in ("autocast('cuda')", 'device_type="cuda"', "r'cuda'", '"""cuda"""'):
+        assert _occurs(CUDA_LITERAL, text), text
+    for text in ("torch.cuda.amp", "'cuda:0'", "# cuda"):
+        assert not _occurs(CUDA_LITERAL, text), text
+    for text in ("str(device)", "str (device)", "x = str(\n d)"):
+        assert _occurs(STR_CALL, text), text
+    for text in ("string(x)", "mystr(x)", "str"):
+        assert not _occurs(STR_CALL, text), text
+
 
 class _AutocastOnly:
     triggers = frozenset({"autocast"})

@@ -31,6 +31,10 @@ _SHORT = {
 DEVICE_STRING_CHOICE = r"""re:(?:cuda|cpu)['"]{1,3}(?:[\s\\)]|#[^\n]*)*if\b"""
 
 
+CUDA_LITERAL = r"""re:['"]cuda['"]"""
+STR_CALL = r"re:\bstr[\s\\]*\("
+
+
 def _literal(expr: cst.BaseExpression | None) -> str | None:
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -137,6 +141,8 @@ class HardcodedAmpDevice(Rule):
     requires = (
         frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd", "init_process_group", DEVICE_STRING_CHOICE}),
         frozenset({"device", "str", "init_process_group", DEVICE_STRING_CHOICE}),
+        # (a) and (b) have the literal "cuda", (c) calls `str`, (d) has "nccl".
+        frozenset({CUDA_LITERAL, STR_CALL, "nccl"}),
     )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
