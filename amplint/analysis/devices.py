@@ -308,6 +308,12 @@ class DeviceAnalysis:
         if isinstance(expr, cst.BooleanOperation):
             return self.is_device_test(expr.left, depth + 1) or self.is_device_test(expr.right, depth + 1)
         if isinstance(expr, cst.Comparison):
+            # `torch.cuda.device_count() > rank`: a comparison of an availability probe.
+            if any(
+                isinstance(side, cst.Call) and self.context.names.resolve(side.func) in AVAILABILITY_TESTS
+                for side in (expr.left, *(target.comparator for target in expr.comparisons))
+            ):
+                return True
             left = expr.left
             for target in expr.comparisons:
                 if isinstance(

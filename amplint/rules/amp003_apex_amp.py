@@ -87,7 +87,9 @@ class _Collector(cst.CSTVisitor):
         qualified = self.rule.qualified_name(node) or ""
         if not qualified.startswith("apex.amp."):
             return None
-        return qualified.removeprefix("apex.amp.").split(".")[0]
+        member = qualified.removeprefix("apex.amp.").split(".")[0]
+        # `amp.__path__`, `amp.__version__`: introspection of the module, not an AMP call.
+        return None if member.startswith("__") else member
 
 
 def _is_apex_amp_module(name: str | None) -> bool:
@@ -101,8 +103,8 @@ class ApexAmp(Rule):
     (`amp.initialize`, `amp.scale_loss`, `amp.master_params`, `amp.state_dict`, ...).
 
     Not flagged: `import apex as amp` (that name is the apex package), other libraries'
-    `initialize` or `scale_loss`, and bare references to the module object (its import
-    is flagged already). A name bound to apex.amp on one path and to something else on
+    `initialize` or `scale_loss`, and bare references to the module object or its dunder
+    attributes such as `amp.__path__` (its import is flagged already). A name bound to apex.amp on one path and to something else on
     another (`try: from apex import amp` / `except ImportError: amp = None`) is not
     resolved, so only the import itself is flagged there.
 

@@ -68,7 +68,7 @@ class HardcodedAmpDevice(Rule):
     defaults such as `args.dist_backend = "nccl"`; and code that runs only under a
     device-type or CUDA-availability test: inside an `if`/conditional expression on one,
     or after a guard that leaves (`if not torch.cuda.is_available(): raise ...`,
-    `assert torch.cuda.is_available()`).
+    `assert torch.cuda.is_available()`, `assert torch.cuda.device_count() > rank`).
 
     ## Why is this bad?
     A program that takes a device runs on CPU, Apple MPS or Intel XPU as well, but a
@@ -175,6 +175,11 @@ class HardcodedAmpDevice(Rule):
             "    dist.init_process_group('nccl')\n"
         ),
         "import torch.distributed as dist\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\ndist.init_process_group(backend)\n",
+        # An assertion on the CUDA device count guards it (yolov7's train.py).
+        (
+            "import torch\nimport torch.distributed as dist\n\ndef setup(rank):\n"
+            "    assert torch.cuda.device_count() > rank\n    dist.init_process_group(backend='nccl')\n"
+        ),
         # Some other library's init_process_group.
         "from mylib import init_process_group\ninit_process_group('nccl')\n",
         # Integer indices are not device variables.
