@@ -18,12 +18,12 @@ HALF_TENSOR_TYPES = frozenset(
 UPCASTS = frozenset({"float", "double"})
 SAVED = re.compile(r"state_dict|checkpoint|ckpt|deepcopy|ema|export", re.IGNORECASE)
 # A condition or function that talks about precision makes the cast a deliberate mode.
-PRECISION_WORDS = re.compile(r"fp16|half|float16|bf16|bfloat16|precision|dtype|amp\b|mixed", re.IGNORECASE)
+PRECISION_WORDS = re.compile(r"fp16|bf16|f16|half|float16|bfloat16|precision|dtype|amp\b|mixed", re.IGNORECASE)
 # Inference pipelines (diffusers) and evaluation entry points take casts on purpose.
 INFERENCE_RECEIVER = re.compile(r"pipe", re.IGNORECASE)
 EVALUATION_CALLEE = re.compile(r"(?:^|[._])(eval|valid|val|test|infer|predict)", re.IGNORECASE)
 # Pure-fp16 training with fp32 master weights kept by the optimizer wrapper.
-MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer)\b")
+MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer|master_params)\b")
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
@@ -49,7 +49,9 @@ class ManualHalfCast(Rule):
     `def cast_inputs_half`) are a deliberate precision mode; casts of inference
     pipelines (`pipeline.unet.half()`), of arguments passed to evaluation entry points
     (`validate.run(model=m.half())`) and in test classes are not training casts; files
-    using a master-weight scheme (DeepSpeed, fairseq's `FP16Optimizer`) are skipped.
+    using a master-weight scheme (DeepSpeed, fairseq's `FP16Optimizer`, a `master_params`
+    list as in guided-diffusion) are skipped, and so are functions named for a precision
+    (`convert_module_to_f16`).
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -120,6 +122,9 @@ class ManualHalfCast(Rule):
         "import torch\nresults = validate.run(model=attempt_load(w).half())\nloss.backward()\n",
         "import torch\n\ndef log_validation(pipe, x):\n    return model(x.half())\n\nloss.backward()\n",
         "import deepspeed\nmodel = model.half()\nloss.backward()\n",
+        # guided-diffusion's fp16_util: a conversion helper beside fp32 master params.
+        "def convert_module_to_f16(l):\n    l.weight.data = l.weight.data.half()\n\nloss.backward()\n",
+        "master_params = [p.detach().float() for p in params]\nmodel.half()\nloss.backward()\n",
     )
     INVALID = (
         Invalid(
