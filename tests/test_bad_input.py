@@ -13,14 +13,19 @@ import sys
 import time
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from click.testing import CliRunner
 
 from amplint.api import fix_text
 from amplint.cli import cli
+from amplint.diagnostics import Applicability
 from amplint.engine import runner
 from amplint.engine.config import Settings
+from amplint.engine.fixer import fix_source
 from amplint.engine.runner import FileReport, Job, Mode, run
+from amplint.engine.source import decode
+from amplint.rules.base import FixAvailability, Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 # AMP001 with a safe fix.
@@ -298,3 +303,33 @@ def test_sigterm_during_fix_apply_leaves_every_file_old_or_new(tmp_path: Path) -
     contents = {(tmp_path / f"m{index:03}.py").read_text(encoding="utf-8") for index in range(count)}
     assert contents <= {DEPRECATED, DEPRECATED_FIXED}
     assert not [p.name for p in tmp_path.iterdir() if not p.name.endswith(".py")], "temporary files left"
+
+
+class _BreaksCode(Rule):
+    """## What it does
+    A test rule whose fix for `torch.cuda.amp.GradScaler` produces code that does not parse,
+    and whose fix for `legacy_call()` is fine.
+    """
+
+    code = "AMP998"
+    name = "breaks-code"
+    summary = "test rule"
+    triggers = frozenset({"GradScaler", "legacy_call"})
+    fix_availability = FixAvailability.ALWAYS
+    fix_applicability = Applicability.SAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = self.context.module.code_for_node(node.func)
+        if callee == "torch.cuda.amp.GradScaler":
+            self.report(node, fix=self.make_fix("break it", [self.context.replace(node, "GradScaler(")]))
+        elif callee == "legacy_call":
+            self.report(node, fix=self.make_fix("rename", [self.context.replace(node.func, "modern_call")]))
+
+
+def test_a_fix_that_would_not_parse_is_dropped_and_reported() -> None:
+    text = "import torch\nscaler = torch.cuda.amp.GradScaler()\nlegacy_call()\n"
+    outcome = fix_source("t.py", decode(text.encode()), [_BreaksCode], allow=lambda d: True)
+    # The good fix is applied, the breaking one dropped with a reason.
+    assert outcome.text == "import torch\nscaler = torch.cuda.amp.GradScaler()\nmodern_call()\n"
+    assert [(f.code, f.row) for f in outcome.failures] == [("AMP998", 2)]
+    assert "invalid code" in outcome.failures[0].message
