@@ -1,0 +1,84 @@
+"""AMP202's fix: both conditional forms become amplint.runtime.autocast, arguments kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from amplint.api import fix_text
+
+MIRROR = '''from contextlib import nullcontext
+
+import torch
+
+
+def train(model, x, device):
+    ctx = torch.autocast("cuda", enabled=use_amp, cache_enabled=False) if device.type == "cuda" else nullcontext()
+    with ctx:
+        loss = model(x).sum()
+    loss.backward()
+'''
+
+# By hand: the device the test examines; CUDA's default dtype made explicit; the rest kept.
+MIRROR_FIXED = '''from contextlib import nullcontext
+
+import torch
+import amplint.runtime
+
+
+def train(model, x, device):
+    ctx = amplint.runtime.autocast(device, dtype=torch.float16, enabled=use_amp, cache_enabled=False)
+    with ctx:
+        loss = model(x).sum()
+    loss.backward()
+'''
+
+NANOGPT = '''import contextlib
+
+import torch
+
+device_type = "cuda" if torch.cuda.is_available() else "cpu"
+ctx = contextlib.nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+with ctx:
+    loss = model(x).sum()
+loss.backward()
+'''
+
+NANOGPT_FIXED = '''import contextlib
+
+import torch
+import amplint.runtime
+
+device_type = "cuda" if torch.cuda.is_available() else "cpu"
+ctx = amplint.runtime.autocast(device_type, dtype=torch.bfloat16)
+with ctx:
+    loss = model(x).sum()
+loss.backward()
+'''
+
+
+@pytest.mark.parametrize(("source", "expected"), [(MIRROR, MIRROR_FIXED), (NANOGPT, NANOGPT_FIXED)])
+def test_fix_output(source: str, expected: str) -> None:
+    fixed = fix_text(source, select=["AMP202"], unsafe_fixes=True)
+    assert fixed == expected
+    compile(fixed, "fixed.py", "exec")
+    assert fix_text(fixed, select=["AMP202"], unsafe_fixes=True) == fixed
+
+
+def test_the_fix_is_unsafe_only() -> None:
+    assert fix_text(NANOGPT, select=["AMP202"]) == NANOGPT
+
+
+def test_the_fixed_nanogpt_context_autocasts_on_cpu() -> None:
+    torch = pytest.importorskip("torch")
+    seen: list[tuple[bool, object]] = []
+
+    def model(x: object) -> object:
+        seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+        return torch.ones(1, requires_grad=True)
+
+    for source, expected in ((NANOGPT, False), (NANOGPT_FIXED, True)):
+        seen.clear()
+        code = source.replace('"cuda" if torch.cuda.is_available() else "cpu"', '"cpu"')
+        exec(compile(code, "train.py", "exec"), {"model": model, "x": None, "__name__": "train"})
+        assert seen[0][0] is expected
+    assert seen[0][1] == torch.bfloat16
