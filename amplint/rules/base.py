@@ -60,10 +60,13 @@ class Rule(cst.BatchableCSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
-    # Identifier words (``\\b``-delimited; ``*suffix`` for any identifier ending in it) at
-    # least one of which must occur in a file for the rule to possibly fire; the
-    # pre-filter skips files that contain none of them.
+    # Identifier words at least one of which must occur in a file for the rule to possibly
+    # fire; the pre-filter skips files that contain none of them. ``requires`` adds
+    # further such sets, each of which must also be met. Spellings (see prefilter.py):
+    # ``word``, ``*suffix``, ``.attribute``, ``name()`` (called without arguments),
+    # ``re:pattern``. Every spelling of what the rule matches must meet every set.
     triggers: ClassVar[frozenset[str]]
+    requires: ClassVar[tuple[frozenset[str], ...]] = ()
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     fix_applicability: ClassVar[Applicability | None] = None
     default_enabled: ClassVar[bool] = True
