@@ -165,6 +165,26 @@ def test_valid_but_unusual_syntax_is_analysed(tmp_path: Path) -> None:
     assert _codes(odd) == ["AMP001"]
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def first[T](items: list[T]) -> T:\n    return items[0]\n",  # PEP 695 (3.12)
+        "type Pair = tuple[int, int]\n",  # PEP 695 (3.12)
+        "x = f'{'nested'}'\n",  # PEP 701 (3.12)
+    ],
+)
+def test_newer_syntax_is_analysed_or_amp900_never_an_internal_error(tmp_path: Path, source: str) -> None:
+    text = "import torch\nscaler = torch.cuda.amp.GradScaler()\n" + source
+    odd, _ = _check_beside(tmp_path, "newer.py", text.encode())
+    # libcst knows the newer grammar, so the file is analysed even where the running
+    # Python cannot compile it (a 3.12 codebase checked from 3.11); AMP900 only if
+    # libcst refuses it too, and a warning if only libcst does.
+    assert _codes(odd) in (["AMP001"], ["AMP900"]) or (_codes(odd) == [] and odd.warnings)
+    if _codes(odd) == ["AMP900"]:
+        with pytest.raises(SyntaxError):
+            compile(text, "newer.py", "exec")
+
+
 def test_a_file_over_the_size_limit_is_reported_not_parsed(tmp_path: Path) -> None:
     big = tmp_path / "generated.py"
     line = "x = torch.cuda.amp.GradScaler()  # padding padding padding padding padding\n"

@@ -13,7 +13,9 @@ class SyntaxErrorRule(Rule):
 
     A file that CPython compiles but libcst's parser does not handle (a few rare forms,
     such as `(x): int` in a function) is valid code, so it gets no AMP900, which would
-    fail a CI on correct code: a warning on stderr says it was not checked.
+    fail a CI on correct code: a warning on stderr says it was not checked. Conversely,
+    newer syntax that libcst parses (PEP 695 generics, PEP 701 f-strings) is analysed
+    even when the Python running amplint is too old to compile it.
 
     amplint is not a syntax checker: a file that contains none of the enabled rules'
     trigger words (such as `amp`, `autocast`, `GradScaler`, `backward`) is never parsed,
