@@ -199,7 +199,12 @@ def run_files(paths: Sequence[str], job: Job, jobs: int | None = None) -> Iterat
             yield _isolated(path, job) if jobs != 1 else process_path(path, job)
         return
     with _pool(jobs) as pool:
-        futures: list[Future[FileReport]] = [pool.submit(process_path, path, job) for path in paths]
+        # Largest files first: a big file started last would run alone at the end while
+        # the other workers idle. Reports still come out in the order given.
+        futures_by_index: dict[int, Future[FileReport]] = {}
+        for index in sorted(range(len(paths)), key=lambda i: -_size(paths[i])):
+            futures_by_index[index] = pool.submit(process_path, paths[index], job)
+        futures = [futures_by_index[index] for index in range(len(paths))]
         broken = False
         for path, future in zip(paths, futures, strict=True):
             if not broken:
@@ -209,6 +214,13 @@ def run_files(paths: Sequence[str], job: Job, jobs: int | None = None) -> Iterat
                 except BrokenProcessPool:
                     broken = True
             yield _isolated(path, job)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _isolated(path: str, job: Job) -> FileReport:
