@@ -26,7 +26,7 @@ class FileAnalysis:
     def index(self) -> FileIndex:
         from amplint.analysis.scopes import build_index
 
-        return build_index(self.context.module)
+        return build_index(self.context)
 
     @functools.cached_property
     def autocast(self) -> AutocastAnalysis:

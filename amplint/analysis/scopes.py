@@ -24,27 +24,20 @@ class FileIndex:
     assigns: list[cst.Assign] = field(default_factory=list)
 
 
-class _Indexer(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.index = FileIndex()
-
-    def visit_With(self, node: cst.With) -> None:
-        self.index.withs.append(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.index.calls.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.index.functions.append(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.index.assigns.append(node)
-
-
-def build_index(module: cst.Module) -> FileIndex:
-    indexer = _Indexer()
-    module.visit(indexer)
-    return indexer.index
+def build_index(context: FileContext) -> FileIndex:
+    index = FileIndex()
+    wanted: dict[type[cst.CSTNode], list[cst.With] | list[cst.Call] | list[cst.FunctionDef] | list[cst.Assign]] = {
+        cst.With: index.withs,
+        cst.Call: index.calls,
+        cst.FunctionDef: index.functions,
+        cst.Assign: index.assigns,
+    }
+    # The parent map's keys are every node but the module, in visiting order.
+    for node in context.parents:
+        found = wanted.get(type(node))
+        if found is not None:
+            found.append(node)  # type: ignore[arg-type]
+    return index
 
 
 def index_of(context: FileContext) -> FileIndex:

@@ -34,6 +34,7 @@ from amplint.diagnostics import Diagnostic, Edit, Fix, Location
 from amplint.engine.context import FileContext
 from amplint.engine.noqa import is_suppressed, noqa_lines
 from amplint.engine.source import SourceFile, line_starts
+from amplint.engine.walk import traverse
 from amplint.rules.base import Rule
 
 PARSE_ERROR = "AMP900"
@@ -346,7 +347,7 @@ def _run_rules(path: str, source: SourceFile, module: cst.Module, rules: Sequenc
             detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
             result.diagnostics.append(_rule_failure(path, rule, f"{type(error).__name__}: {error}", detail))
     try:
-        context.wrapper.visit_batched(instances)
+        traverse(module, _callbacks(instances, "visit"), _callbacks(instances, "leave"))
     except RecursionError:
         raise
     except Exception as error:  # noqa: BLE001 - metadata providers may fail on odd code
@@ -377,6 +378,14 @@ def _run_rules(path: str, source: SourceFile, module: cst.Module, rules: Sequenc
         result.diagnostics.extend(found)
         if not exact and any(report.fix is not None for report in instance.reports):
             result.unfixable = "libcst does not reproduce this file exactly; its fixes are not applied"
+
+
+def _callbacks(instances: Sequence[Rule], prefix: str) -> Callable[[type[cst.CSTNode]], list[Callable[[cst.CSTNode], None]]]:
+    def for_type(node_type: type[cst.CSTNode]) -> list[Callable[[cst.CSTNode], None]]:
+        found = (instance.callback(prefix, node_type) for instance in instances)
+        return [callback for callback in found if callback is not None]
+
+    return for_type
 
 
 def _diagnostics_of(

@@ -1,0 +1,427 @@
+"""Read-only traversal of libcst trees in libcst's own visiting order.
+
+libcst's visitors rebuild every node they pass (each ``_visit_and_replace_children``
+constructs and validates a new node), which made traversal the largest cost of linting
+a file. Nothing here builds a node: children are read from the dataclass fields, in the
+order libcst visits them, so visitors see exactly the sequence libcst would give them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+
+import libcst as cst
+
+# libcst visits the children of these node types in an order other than their dataclass
+# field order (parentheses and leading lines are declared last but come first, among
+# others). tests/test_walk.py derives this table from the installed libcst and checks
+# walks against libcst's visitors.
+_VISIT_ORDER: dict[str, tuple[str, ...]] = {
+    "AnnAssign": ("target", "annotation", "equal", "value", "semicolon"),
+    "Annotation": ("whitespace_before_indicator", "whitespace_after_indicator", "annotation"),
+    "Arg": ("whitespace_after_star", "keyword", "equal", "value", "comma", "whitespace_after_arg"),
+    "AsName": ("whitespace_before_as", "name", "whitespace_after_as"),
+    "Assert": ("whitespace_after_assert", "test", "comma", "msg", "semicolon"),
+    "Attribute": ("lpar", "value", "dot", "attr", "rpar"),
+    "Await": ("lpar", "whitespace_after_await", "expression", "rpar"),
+    "BinaryOperation": ("lpar", "left", "operator", "right", "rpar"),
+    "BooleanOperation": ("lpar", "left", "operator", "right", "rpar"),
+    "Call": ("lpar", "func", "whitespace_after_func", "whitespace_before_args", "args", "rpar"),
+    "ClassDef": (
+        "leading_lines",
+        "decorators",
+        "lines_after_decorators",
+        "whitespace_after_class",
+        "name",
+        "whitespace_after_name",
+        "type_parameters",
+        "whitespace_after_type_parameters",
+        "lpar",
+        "bases",
+        "keywords",
+        "rpar",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "CompFor": (
+        "whitespace_before",
+        "asynchronous",
+        "whitespace_after_for",
+        "target",
+        "whitespace_before_in",
+        "whitespace_after_in",
+        "iter",
+        "ifs",
+        "inner_for_in",
+    ),
+    "CompIf": ("whitespace_before", "whitespace_before_test", "test"),
+    "Comparison": ("lpar", "left", "comparisons", "rpar"),
+    "ConcatenatedString": ("lpar", "left", "whitespace_between", "right", "rpar"),
+    "Decorator": ("leading_lines", "whitespace_after_at", "decorator", "trailing_whitespace"),
+    "Dict": ("lpar", "lbrace", "elements", "rbrace", "rpar"),
+    "DictComp": (
+        "lpar",
+        "lbrace",
+        "key",
+        "whitespace_before_colon",
+        "whitespace_after_colon",
+        "value",
+        "for_in",
+        "rbrace",
+        "rpar",
+    ),
+    "DictElement": ("key", "whitespace_before_colon", "whitespace_after_colon", "value", "comma"),
+    "Else": ("leading_lines", "whitespace_before_colon", "body"),
+    "ExceptHandler": (
+        "leading_lines",
+        "whitespace_after_except",
+        "type",
+        "name",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "ExceptStarHandler": (
+        "leading_lines",
+        "whitespace_after_except",
+        "whitespace_after_star",
+        "type",
+        "name",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "Finally": ("leading_lines", "whitespace_before_colon", "body"),
+    "For": (
+        "leading_lines",
+        "asynchronous",
+        "whitespace_after_for",
+        "target",
+        "whitespace_before_in",
+        "whitespace_after_in",
+        "iter",
+        "whitespace_before_colon",
+        "body",
+        "orelse",
+    ),
+    "FormattedString": ("lpar", "parts", "rpar"),
+    "FormattedStringExpression": (
+        "whitespace_before_expression",
+        "expression",
+        "equal",
+        "whitespace_after_expression",
+        "format_spec",
+    ),
+    "From": ("whitespace_before_from", "whitespace_after_from", "item"),
+    "FunctionDef": (
+        "leading_lines",
+        "decorators",
+        "lines_after_decorators",
+        "asynchronous",
+        "whitespace_after_def",
+        "name",
+        "whitespace_after_name",
+        "type_parameters",
+        "whitespace_after_type_parameters",
+        "whitespace_before_params",
+        "params",
+        "returns",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "GeneratorExp": ("lpar", "elt", "for_in", "rpar"),
+    "Global": ("whitespace_after_global", "names", "semicolon"),
+    "If": (
+        "leading_lines",
+        "whitespace_before_test",
+        "test",
+        "whitespace_after_test",
+        "body",
+        "orelse",
+    ),
+    "IfExp": (
+        "lpar",
+        "body",
+        "whitespace_before_if",
+        "whitespace_after_if",
+        "test",
+        "whitespace_before_else",
+        "whitespace_after_else",
+        "orelse",
+        "rpar",
+    ),
+    "Import": ("whitespace_after_import", "names", "semicolon"),
+    "ImportFrom": (
+        "whitespace_after_from",
+        "relative",
+        "module",
+        "whitespace_before_import",
+        "whitespace_after_import",
+        "lpar",
+        "names",
+        "rpar",
+        "semicolon",
+    ),
+    "IndentedBlock": ("header", "body", "footer"),
+    "Index": ("whitespace_after_star", "value"),
+    "Lambda": ("lpar", "whitespace_after_lambda", "params", "colon", "body", "rpar"),
+    "LazyImport": ("whitespace_after_lazy", "whitespace_after_import", "names", "semicolon"),
+    "LazyImportFrom": (
+        "whitespace_after_lazy",
+        "whitespace_after_from",
+        "relative",
+        "module",
+        "whitespace_before_import",
+        "whitespace_after_import",
+        "lpar",
+        "names",
+        "rpar",
+        "semicolon",
+    ),
+    "List": ("lpar", "lbracket", "elements", "rbracket", "rpar"),
+    "ListComp": ("lpar", "lbracket", "elt", "for_in", "rbracket", "rpar"),
+    "Match": (
+        "leading_lines",
+        "whitespace_after_match",
+        "subject",
+        "whitespace_before_colon",
+        "whitespace_after_colon",
+        "cases",
+        "footer",
+    ),
+    "MatchAs": ("lpar", "pattern", "whitespace_before_as", "whitespace_after_as", "name", "rpar"),
+    "MatchCase": (
+        "leading_lines",
+        "whitespace_after_case",
+        "pattern",
+        "whitespace_before_if",
+        "whitespace_after_if",
+        "guard",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "MatchClass": (
+        "lpar",
+        "cls",
+        "whitespace_after_cls",
+        "whitespace_before_patterns",
+        "patterns",
+        "kwds",
+        "whitespace_after_kwds",
+        "rpar",
+    ),
+    "MatchKeywordElement": (
+        "key",
+        "whitespace_before_equal",
+        "whitespace_after_equal",
+        "pattern",
+        "comma",
+    ),
+    "MatchList": ("lpar", "lbracket", "patterns", "rbracket", "rpar"),
+    "MatchMapping": (
+        "lpar",
+        "lbrace",
+        "elements",
+        "whitespace_before_rest",
+        "rest",
+        "trailing_comma",
+        "rbrace",
+        "rpar",
+    ),
+    "MatchMappingElement": (
+        "key",
+        "whitespace_before_colon",
+        "whitespace_after_colon",
+        "pattern",
+        "comma",
+    ),
+    "MatchOr": ("lpar", "patterns", "rpar"),
+    "MatchStar": ("whitespace_before_name", "name", "comma"),
+    "MatchTuple": ("lpar", "patterns", "rpar"),
+    "Module": ("header", "body", "footer"),
+    "NamedExpr": (
+        "lpar",
+        "target",
+        "whitespace_before_walrus",
+        "whitespace_after_walrus",
+        "value",
+        "rpar",
+    ),
+    "Nonlocal": ("whitespace_after_nonlocal", "names", "semicolon"),
+    "Param": (
+        "whitespace_after_star",
+        "name",
+        "annotation",
+        "equal",
+        "default",
+        "comma",
+        "whitespace_after_param",
+    ),
+    "Parameters": (
+        "posonly_params",
+        "posonly_ind",
+        "params",
+        "star_arg",
+        "kwonly_params",
+        "star_kwarg",
+    ),
+    "Raise": ("whitespace_after_raise", "exc", "cause", "semicolon"),
+    "Return": ("whitespace_after_return", "value", "semicolon"),
+    "Set": ("lpar", "lbrace", "elements", "rbrace", "rpar"),
+    "SetComp": ("lpar", "lbrace", "elt", "for_in", "rbrace", "rpar"),
+    "SimpleStatementLine": ("leading_lines", "body", "trailing_whitespace"),
+    "SimpleStatementSuite": ("leading_whitespace", "body", "trailing_whitespace"),
+    "Slice": ("lower", "first_colon", "upper", "second_colon", "step"),
+    "StarredDictComp": (
+        "lpar",
+        "lbrace",
+        "whitespace_before_value",
+        "value",
+        "for_in",
+        "rbrace",
+        "rpar",
+    ),
+    "StarredDictElement": ("whitespace_before_value", "value", "comma"),
+    "StarredElement": ("lpar", "whitespace_before_value", "value", "rpar", "comma"),
+    "Subscript": (
+        "lpar",
+        "value",
+        "whitespace_after_value",
+        "lbracket",
+        "slice",
+        "rbracket",
+        "rpar",
+    ),
+    "TemplatedString": ("lpar", "parts", "rpar"),
+    "TemplatedStringExpression": (
+        "whitespace_before_expression",
+        "expression",
+        "equal",
+        "whitespace_after_expression",
+        "format_spec",
+    ),
+    "Try": ("leading_lines", "whitespace_before_colon", "body", "handlers", "orelse", "finalbody"),
+    "TryStar": (
+        "leading_lines",
+        "whitespace_before_colon",
+        "body",
+        "handlers",
+        "orelse",
+        "finalbody",
+    ),
+    "Tuple": ("lpar", "elements", "rpar"),
+    "TypeAlias": (
+        "whitespace_after_type",
+        "name",
+        "whitespace_after_name",
+        "type_parameters",
+        "whitespace_after_type_parameters",
+        "whitespace_after_equals",
+        "value",
+        "semicolon",
+    ),
+    "TypeParam": ("param", "equal", "whitespace_after_star", "default", "comma"),
+    "TypeParameters": ("lbracket", "params", "rbracket"),
+    "TypeVar": ("name", "colon", "bound"),
+    "UnaryOperation": ("lpar", "operator", "expression", "rpar"),
+    "While": (
+        "leading_lines",
+        "whitespace_after_while",
+        "test",
+        "whitespace_before_colon",
+        "body",
+        "orelse",
+    ),
+    "With": (
+        "leading_lines",
+        "asynchronous",
+        "whitespace_after_with",
+        "lpar",
+        "items",
+        "rpar",
+        "whitespace_before_colon",
+        "body",
+    ),
+    "Yield": ("lpar", "whitespace_after_yield", "value", "rpar"),
+}
+
+_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
+for _name, _order in _VISIT_ORDER.items():
+    _type = getattr(cst, _name, None)
+    if isinstance(_type, type) and issubclass(_type, cst.CSTNode):
+        _FIELDS[_type] = _order
+
+
+def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    """The fields of ``node_type`` that may hold child nodes, in visiting order."""
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = _FIELDS[node_type] = tuple(field.name for field in dataclasses.fields(node_type))
+    return names
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children in visiting order (libcst's ``node.children``, without copying)."""
+    found: list[cst.CSTNode] = []
+    node_type = cst.CSTNode
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, node_type):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(item for item in value if isinstance(item, node_type))
+    return found
+
+
+def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``root`` and every node below it, in pre-order (the order visitors see them)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode | None]]:
+    """Pairs of (node, parent) in pre-order; the root's parent is None."""
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        stack.extend((child, node) for child in reversed(children(node)))
+
+
+Callback = Callable[[cst.CSTNode], object]
+
+
+def traverse(
+    root: cst.CSTNode,
+    visitors: Callable[[type[cst.CSTNode]], Sequence[Callback]],
+    leavers: Callable[[type[cst.CSTNode]], Sequence[Callback]],
+) -> None:
+    """Call ``visitors(type)`` on entering each node and ``leavers(type)`` on leaving it.
+
+    Both are asked once per node type they are wanted for; callbacks cannot prune the
+    walk (like libcst's batched visitors, whose return values are ignored).
+    """
+    visit_cache: dict[type[cst.CSTNode], Sequence[Callback]] = {}
+    leave_cache: dict[type[cst.CSTNode], Sequence[Callback]] = {}
+    # A pending leave is pushed as a one-element list, told apart from nodes by type.
+    stack: list[cst.CSTNode | list[cst.CSTNode]] = [root]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            node = item[0]
+            for callback in leave_cache[type(node)]:
+                callback(node)
+            continue
+        node = item  # type: ignore[assignment]
+        node_type = type(node)
+        on_visit = visit_cache.get(node_type)
+        if on_visit is None:
+            on_visit = visit_cache[node_type] = visitors(node_type)
+            leave_cache[node_type] = leavers(node_type)
+        for callback in on_visit:
+            callback(node)
+        if leave_cache[node_type]:
+            stack.append([node])
+        stack.extend(reversed(children(node)))
