@@ -4,7 +4,10 @@ Rules run on ``amplint.engine.walk.traverse`` instead of libcst's batched visito
 rebuilds every node it passes). These tests hold the walk to libcst: the visiting-order
 table against the installed libcst's source, and the sequence of visit and leave events,
 the parent map and the file index against libcst's visitors, over every fixture, every
-rule example and a slice of the standard library.
+rule example and a slice of the standard library. The scope analysis, run on the same
+read-only descent (``FastMetadataWrapper``), is compared with libcst's own: every
+expression context, every node's scope, each scope's assignments and accesses with the
+referents of every access, and the qualified names of every name, attribute and call.
 """
 
 from __future__ import annotations
@@ -14,14 +17,22 @@ import inspect
 import re
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import (
+    ExpressionContextProvider,
+    MetadataWrapper,
+    ParentNodeProvider,
+    ScopeProvider,
+)
 
 from amplint.analysis.scopes import build_index
 from amplint.engine.context import FileContext, parent_map
+from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import decode
 from amplint.engine.walk import child_fields, children, traverse, walk
 from amplint.rules import all_rules
@@ -130,7 +141,10 @@ async def g(*, x):
 
 @pytest.mark.parametrize(("name", "text"), _sources(), ids=[name for name, _ in _sources()])
 def test_walk_matches_libcst_visitors(name: str, text: str) -> None:
-    module = cst.parse_module(decode(text.encode()).text)
+    _check_walk(cst.parse_module(decode(text.encode()).text))
+
+
+def _check_walk(module: cst.Module) -> None:
     recorder = _Recorder()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(recorder)
     expected = recorder.events
@@ -212,3 +226,107 @@ def test_rules_may_not_define_attribute_visitors() -> None:
 
             def visit_Call_func(self, node: cst.Call) -> None:
                 pass
+
+
+_EMPTY = cst.Module([])
+
+
+def _scope_facts(scopes: Mapping[cst.CSTNode, Any], module: cst.Module) -> dict[str, Any]:
+    in_tree = {id(node) for node in parent_map(module)} | {id(module)}
+
+    def key(node: cst.CSTNode | None) -> object:
+        if node is None or id(node) in in_tree:
+            return id(node)
+        # String annotations are parsed afresh by each analysis: compare them by their code.
+        return (type(node).__name__, _EMPTY.code_for_node(node))
+
+    def name(scope: Any) -> object:
+        """A scope by its kind, its node and (recursively) its parent's name."""
+        if scope is None:
+            return None
+        parent = getattr(scope, "parent", scope)
+        return (type(scope).__name__, key(getattr(scope, "node", None)), name(parent) if parent is not scope else None)
+
+    by_node = {key(node): name(scope) for node, scope in scopes.items()}
+    contents: dict[object, tuple[Any, ...]] = {}
+    for scope in {id(s): s for s in scopes.values() if s is not None}.values():
+        assignments = sorted(
+            ((assignment.name, type(assignment).__name__, key(getattr(assignment, "node", None))) for assignment in scope.assignments),
+            key=repr,
+        )
+        accesses = sorted(
+            (
+                (
+                    key(access.node),
+                    access.is_annotation,
+                    access.is_type_hint,
+                    sorted(((referent.name, key(getattr(referent, "node", None))) for referent in access.referents), key=repr),
+                )
+                for access in scope.accesses
+            ),
+            key=repr,
+        )
+        contents[name(scope)] = (assignments, accesses)
+    return {"by_node": by_node, "contents": contents}
+
+
+@pytest.mark.parametrize(("name", "text"), _sources(), ids=[name for name, _ in _sources()])
+def test_fast_wrapper_computes_libcst_metadata(name: str, text: str) -> None:
+    _check_metadata(cst.parse_module(decode(text.encode()).text))
+
+
+def _check_metadata(module: cst.Module) -> None:
+    reference = MetadataWrapper(module, unsafe_skip_copy=True)
+    fast = FastMetadataWrapper(module, unsafe_skip_copy=True)
+
+    expected_contexts = reference.resolve(ExpressionContextProvider)
+    contexts = fast.resolve(ExpressionContextProvider)
+    assert {id(node): value for node, value in contexts.items()} == {
+        id(node): value for node, value in expected_contexts.items()
+    }
+
+    expected_scopes, scopes = reference.resolve(ScopeProvider), fast.resolve(ScopeProvider)
+    assert _scope_facts(scopes, module) == _scope_facts(expected_scopes, module)
+
+    for node, scope in scopes.items():
+        reference_scope = expected_scopes.get(node)  # None for string annotations' nodes
+        if scope is not None and reference_scope is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Call)):
+            expected = reference_scope.get_qualified_names_for(node)
+            assert scope.get_qualified_names_for(node) == expected
+
+
+def test_file_context_uses_the_fast_wrapper() -> None:
+    text = "import torch\nx = torch.float16\n"
+    context = FileContext("<test>", decode(text.encode()), cst.parse_module(text))
+    assert isinstance(context.wrapper, FastMetadataWrapper)
+    assignment = next(node for node in context.parents if isinstance(node, cst.Name) and node.value == "x")
+    scope = context.wrapper.resolve(ScopeProvider)[assignment]
+    assert [type(a).__name__ for a in scope["torch"]] == ["ImportAssignment"]
+
+
+def _corpus_sample() -> list[Path]:
+    trees = [Path(sysconfig.get_paths()["stdlib"])]
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        trees.append(Path(torch.__file__).parent)
+    files = [path for tree in trees for path in sorted(tree.rglob("*.py")) if "site-packages" not in path.relative_to(tree).parts]
+    return files[::10]
+
+
+@pytest.mark.corpus
+def test_walk_and_metadata_on_a_corpus_sample() -> None:
+    """Every tenth file of the standard library and of installed torch (minutes)."""
+    checked = 0
+    for path in _corpus_sample():
+        try:
+            text = decode(path.read_bytes()).text
+            module = cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - files neither analysis can read are not the point here
+            continue
+        _check_walk(module)
+        _check_metadata(module)
+        checked += 1
+    assert checked > 100

@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from amplint.diagnostics import Edit, Location
+from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import SourceFile, line_starts
 from amplint.engine.walk import children
 
@@ -25,7 +26,7 @@ class FileContext:
         self.source = source
         self.text = source.text
         self.module = module
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.wrapper: MetadataWrapper = FastMetadataWrapper(module, unsafe_skip_copy=True)
         self.line_starts = line_starts(self.text)
 
     @functools.cached_property

@@ -1,0 +1,95 @@
+"""libcst's scope analysis, run without rebuilding the tree.
+
+libcst's ``ScopeProvider`` (and the ``ExpressionContextProvider`` it depends on) are
+visitors, and every libcst visit rebuilds each node it passes; so does the batched pass
+the ``MetadataWrapper`` makes over the whole module just to start them. Here the same
+visitors run on a read-only descent (``children`` in libcst's visiting order) and are
+started directly, so they compute exactly libcst's metadata, several times faster.
+``tests/test_metadata.py`` compares the results with libcst's, node by node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import (
+    ExpressionContext,
+    ExpressionContextProvider,
+    MetadataWrapper,
+    ScopeProvider,
+)
+from libcst.metadata.base_provider import ProviderT
+from libcst.metadata.expression_context_provider import ExpressionContextVisitor
+from libcst.metadata.scope_provider import ScopeVisitor
+
+from amplint.engine.walk import children
+
+
+class _ReadOnlyDescent(cst.CSTVisitor):
+    """Visits children itself, in libcst's order, and tells libcst not to (no rebuild).
+
+    The visitors this is mixed into use no per-attribute hooks (``visit_<Type>_<field>``),
+    the only thing libcst's own descent would add.
+    """
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if super().on_visit(node):
+            for child in children(node):
+                child.visit(self)
+        return False
+
+
+class _ExpressionContextVisitor(_ReadOnlyDescent, ExpressionContextVisitor):
+    pass
+
+
+class _ScopeVisitor(_ReadOnlyDescent, ScopeVisitor):
+    pass
+
+
+class _ExpressionContextProvider(ExpressionContextProvider):
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        node.visit(_ExpressionContextVisitor(self, ExpressionContext.LOAD))
+        return False
+
+
+class _ScopeProvider(ScopeProvider):
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        visitor = _ScopeVisitor(self)
+        node.visit(visitor)
+        visitor.infer_accesses()
+        return False
+
+
+_FAST: dict[Any, type[Any]] = {
+    ExpressionContextProvider: _ExpressionContextProvider,
+    ScopeProvider: _ScopeProvider,
+}
+
+
+class FastMetadataWrapper(MetadataWrapper):
+    """A ``MetadataWrapper`` that computes scopes and expression contexts read-only."""
+
+    def resolve(self, provider: ProviderT) -> Mapping[cst.CSTNode, Any]:
+        fast = _FAST.get(provider)
+        if fast is not None and provider not in self._metadata:
+            self._metadata[provider] = self._compute(provider, fast)
+        return super().resolve(provider)
+
+    def resolve_many(self, providers: Collection[ProviderT]) -> Mapping[ProviderT, Mapping[cst.CSTNode, Any]]:
+        for provider in providers:
+            if provider in _FAST:
+                self.resolve(provider)
+        return super().resolve_many(providers)
+
+    def _compute(self, provider: ProviderT, fast: type[Any]) -> Mapping[cst.CSTNode, Any]:
+        instance = fast()
+        instance.metadata = {dependency: self.resolve(dependency) for dependency in instance.get_inherited_dependencies()}
+        try:
+            instance.visit_Module(self.module)
+        finally:
+            instance.metadata = {}
+        return MappingProxyType(dict(instance._computed))
