@@ -34,7 +34,7 @@ from amplint.analysis.scopes import build_index
 from amplint.engine.context import FileContext, parent_map
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import decode
-from amplint.engine.walk import child_fields, children, traverse, walk
+from amplint.engine.walk import ReadOnlyVisitor, child_fields, children, traverse, walk
 from amplint.rules import all_rules
 from amplint.rules.base import Rule
 
@@ -330,3 +330,32 @@ def test_walk_and_metadata_on_a_corpus_sample() -> None:
         _check_metadata(module)
         checked += 1
     assert checked > 100
+
+
+def test_read_only_visitor_sees_what_a_libcst_visitor_sees() -> None:
+    """Same visit/leave events, pruning included (children of a call's arguments skipped)."""
+
+    def recorder(base: type[cst.CSTVisitor]) -> Any:
+        class Recorder(base):  # type: ignore[valid-type, misc]
+            def __init__(self) -> None:
+                super().__init__()
+                self.events: list[tuple[str, int]] = []
+
+            def visit_Name(self, node: cst.Name) -> None:
+                self.events.append(("name", id(node)))
+
+            def visit_Arg(self, node: cst.Arg) -> bool:
+                self.events.append(("arg", id(node)))
+                return False
+
+            def leave_Call(self, original_node: cst.Call) -> None:
+                self.events.append(("leave call", id(original_node)))
+
+        return Recorder()
+
+    module = cst.parse_module(_SYNTAX_SAMPLER)
+    expected, ours = recorder(cst.CSTVisitor), recorder(ReadOnlyVisitor)
+    module.visit(expected)
+    module.visit(ours)
+    assert ours.events == expected.events
+    assert any(kind == "arg" for kind, _ in ours.events)

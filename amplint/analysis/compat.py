@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 import libcst as cst
 
 from amplint.engine.context import FileContext
+from amplint.engine.walk import ReadOnlyVisitor
 
 
 def parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
@@ -28,7 +29,7 @@ def ancestors(context: FileContext, node: cst.CSTNode) -> list[cst.CSTNode]:
     return chain
 
 
-class _NameCollector(cst.CSTVisitor):
+class _NameCollector(ReadOnlyVisitor):
     def __init__(self) -> None:
         self.nodes: list[cst.CSTNode] = []
 

@@ -32,6 +32,7 @@ from amplint.analysis.names import dotted_name
 from amplint.analysis.values import single_binding
 from amplint.diagnostics import Edit
 from amplint.engine.context import FileContext
+from amplint.engine.walk import ReadOnlyVisitor
 
 # Device types torch knows (``torch.device(...).type``); a string literal among these,
 # compared with anything, makes a comparison a device-type test.
@@ -90,7 +91,7 @@ def _last_name(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-class _Occurrences(cst.CSTVisitor):
+class _Occurrences(ReadOnlyVisitor):
     """Device-variable occurrences in one scope's own code (nested functions and classes excluded)."""
 
     def __init__(self, context: FileContext, root: cst.CSTNode) -> None:
@@ -450,7 +451,7 @@ def _is_self_device(target: cst.BaseExpression) -> bool:
 def _assigns_self_device(cls: cst.ClassDef) -> bool:
     found = False
 
-    class _Visitor(cst.CSTVisitor):
+    class _Visitor(ReadOnlyVisitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
             nonlocal found
             targets = (
@@ -471,7 +472,7 @@ def _assigns_self_device(cls: cst.ClassDef) -> bool:
 def _self_device_targets(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     found: list[cst.BaseExpression] = []
 
-    class _Visitor(cst.CSTVisitor):
+    class _Visitor(ReadOnlyVisitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
             if _is_self_device(node.target):
                 found.append(node.target)

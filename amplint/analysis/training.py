@@ -33,6 +33,7 @@ from amplint.analysis.names import dotted_name, last_name
 from amplint.analysis.scopes import enclosing_scope, index_of
 from amplint.analysis.values import single_binding
 from amplint.engine.context import FileContext
+from amplint.engine.walk import ReadOnlyVisitor
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 # Function names that mark evaluation-only code: at the start or after an underscore
@@ -129,7 +130,7 @@ def _is_modulo(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
 
 
-class _Statements(cst.CSTVisitor):
+class _Statements(ReadOnlyVisitor):
     def __init__(self, root: cst.CSTNode) -> None:
         self.root = root
         self.found: list[cst.BaseStatement] = []

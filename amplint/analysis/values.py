@@ -13,6 +13,7 @@ import libcst as cst
 from libcst.metadata import Assignment, Scope, ScopeProvider
 
 from amplint.engine.context import FileContext
+from amplint.engine.walk import ReadOnlyVisitor
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
 # torch attributes naming dtypes, by canonical name.
@@ -206,7 +207,7 @@ def mentions(node: cst.CSTNode, words: frozenset[str]) -> bool:
     """Does the code of ``node`` name any of ``words`` (as identifier or string content)?"""
     found = False
 
-    class _Visitor(cst.CSTVisitor):
+    class _Visitor(ReadOnlyVisitor):
         def visit_Name(self, name: cst.Name) -> None:
             nonlocal found
             if name.value in words or any(word in name.value.lower() for word in words):

@@ -25,28 +25,14 @@ from libcst.metadata.base_provider import ProviderT
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import ScopeVisitor
 
-from amplint.engine.walk import children
+from amplint.engine.walk import ReadOnlyVisitor
 
 
-class _ReadOnlyDescent(cst.CSTVisitor):
-    """Visits children itself, in libcst's order, and tells libcst not to (no rebuild).
-
-    The visitors this is mixed into use no per-attribute hooks (``visit_<Type>_<field>``),
-    the only thing libcst's own descent would add.
-    """
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if super().on_visit(node):
-            for child in children(node):
-                child.visit(self)
-        return False
-
-
-class _ExpressionContextVisitor(_ReadOnlyDescent, ExpressionContextVisitor):
+class _ExpressionContextVisitor(ReadOnlyVisitor, ExpressionContextVisitor):
     pass
 
 
-class _ScopeVisitor(_ReadOnlyDescent, ScopeVisitor):
+class _ScopeVisitor(ReadOnlyVisitor, ScopeVisitor):
     pass
 
 

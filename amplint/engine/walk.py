@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -359,16 +360,32 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return names
 
 
+def _is_node_type(kind: type) -> bool:
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+# isinstance against libcst's abstract CSTNode goes through the ABC machinery; a lookup
+# by exact type is several times cheaper and this is the innermost loop of every walk.
+_NODE_TYPES: dict[type, bool] = {type(None): False, str: False, bool: False}
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children in visiting order (libcst's ``node.children``, without copying)."""
     found: list[cst.CSTNode] = []
-    node_type = cst.CSTNode
+    node_types = _NODE_TYPES
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, node_type):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for item in value:
+                item_kind = type(item)
+                if node_types[item_kind] if item_kind in node_types else _is_node_type(item_kind):
+                    found.append(item)
+        elif node_types[kind] if kind in node_types else _is_node_type(kind):
             found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if isinstance(item, node_type))
     return found
 
 
@@ -388,6 +405,39 @@ def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTN
         node, parent = stack.pop()
         yield node, parent
         stack.extend((child, node) for child in reversed(children(node)))
+
+
+class ReadOnlyVisitor(cst.CSTVisitor):
+    """A ``CSTVisitor`` whose ``node.visit(visitor)`` does not rebuild the tree.
+
+    It visits children itself, in libcst's order, and tells libcst not to. Its
+    ``visit_<Type>`` methods may return False to skip children, as usual; libcst's
+    per-attribute hooks (``visit_<Type>_<field>``) are not called.
+    """
+
+    _visit_handlers: ClassVar[dict[type[cst.CSTNode], Callable[..., object] | None]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visit_handlers = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        handlers = type(self)._visit_handlers
+        node_type = type(node)
+        if node_type in handlers:
+            handler = handlers[node_type]
+        else:
+            # What libcst's CSTVisitor.on_visit looks up, looked up once per node type.
+            handler = getattr(type(self), f"visit_{node_type.__name__}", None)
+            if getattr(handler, "_is_no_op", False):
+                handler = None
+            handlers[node_type] = handler
+        if handler is None or handler(self, node) is not False:
+            for child in children(node):
+                # What child.visit(self) does for a visitor that visits children itself.
+                self.on_visit(child)
+                self.on_leave(child)
+        return False
 
 
 Callback = Callable[[cst.CSTNode], object]

@@ -11,6 +11,7 @@ from amplint.analysis.imports import add_import, module_binding, name_is_free
 from amplint.analysis.names import dotted_name
 from amplint.analysis.scopes import enclosing_scope, statement_list
 from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.rules.base import FixAvailability, Invalid, Rule
 
 RECIPE = (
@@ -43,7 +44,7 @@ class _Use:
     member: str | None  # None: an import
 
 
-class _Collector(cst.CSTVisitor):
+class _Collector(ReadOnlyVisitor):
     """Every import of apex.amp and every use of one of its members."""
 
     def __init__(self, rule: ApexAmp) -> None:
@@ -400,7 +401,7 @@ class ApexAmp(Rule):
     def _count_names(self, scope: cst.CSTNode, name: str) -> int:
         count = 0
 
-        class _Counter(cst.CSTVisitor):
+        class _Counter(ReadOnlyVisitor):
             def visit_Name(self, node: cst.Name) -> None:
                 nonlocal count
                 count += node.value == name
@@ -555,7 +556,7 @@ def _assigned_names(statement: cst.BaseStatement) -> set[str]:
 def _loaded_names(statement: cst.CSTNode) -> set[str]:
     names: set[str] = set()
 
-    class _Visitor(cst.CSTVisitor):
+    class _Visitor(ReadOnlyVisitor):
         def visit_Name(self, node: cst.Name) -> None:
             names.add(node.value)
 

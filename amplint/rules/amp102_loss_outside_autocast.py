@@ -7,10 +7,11 @@ from amplint.analysis.edits import body_indent, lines_of, reindent
 from amplint.analysis.scopes import enclosing_scope, statement_list
 from amplint.analysis.training import is_loss_call
 from amplint.diagnostics import Applicability, Fix
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.rules.base import FixAvailability, Invalid, Rule
 
 
-class _Bound(cst.CSTVisitor):
+class _Bound(ReadOnlyVisitor):
     """Names assigned by the statements of a block (targets only)."""
 
     def __init__(self) -> None:
@@ -41,7 +42,7 @@ class _Bound(cst.CSTVisitor):
         return False
 
 
-class _Calls(cst.CSTVisitor):
+class _Calls(ReadOnlyVisitor):
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
         self.names: set[str] = set()
