@@ -34,7 +34,15 @@ from amplint.analysis.scopes import build_index
 from amplint.engine.context import FileContext, parent_map
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import decode
-from amplint.engine.walk import ReadOnlyVisitor, child_fields, children, traverse, walk
+from amplint.engine.walk import (
+    TRIVIA,
+    ReadOnlyVisitor,
+    child_fields,
+    children,
+    significant_children,
+    traverse,
+    walk,
+)
 from amplint.rules import all_rules
 from amplint.rules.base import Rule
 
@@ -144,7 +152,17 @@ def test_walk_matches_libcst_visitors(name: str, text: str) -> None:
     _check_walk(cst.parse_module(decode(text.encode()).text))
 
 
+def _under_trivia(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    current: cst.CSTNode | None = node
+    while current is not None:
+        if isinstance(current, TRIVIA):
+            return True
+        current = parents.get(current)
+    return False
+
+
 def _check_walk(module: cst.Module) -> None:
+    parents = parent_map(module)
     recorder = _Recorder()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(recorder)
     expected = recorder.events
@@ -155,14 +173,14 @@ def _check_walk(module: cst.Module) -> None:
         lambda node_type: [lambda node: events.append(("visit", node))],
         lambda node_type: [lambda node: events.append(("leave", node))],
     )
+    # The walk leaves out formatting nodes and everything below them (only more of them).
     assert [(kind, id(node)) for kind, node in events] == [
-        (kind, id(node)) for kind, node in expected
+        (kind, id(node)) for kind, node in expected if not _under_trivia(node, parents)
     ]
     assert [id(node) for node in walk(module)] == [
         id(node) for kind, node in expected if kind == "visit"
     ]
 
-    parents = parent_map(module)
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
     assert {id(node): id(parent) for node, parent in parents.items()} == {
         id(node): id(parent) for node, parent in reference.items()
@@ -247,7 +265,8 @@ def _scope_facts(scopes: Mapping[cst.CSTNode, Any], module: cst.Module) -> dict[
         parent = getattr(scope, "parent", scope)
         return (type(scope).__name__, key(getattr(scope, "node", None)), name(parent) if parent is not scope else None)
 
-    by_node = {key(node): name(scope) for node, scope in scopes.items()}
+    # Formatting nodes are not visited by the fast analysis, so they have no scope there.
+    by_node = {key(node): name(scope) for node, scope in scopes.items() if not isinstance(node, TRIVIA)}
     contents: dict[object, tuple[Any, ...]] = {}
     for scope in {id(s): s for s in scopes.values() if s is not None}.values():
         assignments = sorted(
@@ -359,3 +378,35 @@ def test_read_only_visitor_sees_what_a_libcst_visitor_sees() -> None:
     module.visit(ours)
     assert ours.events == expected.events
     assert any(kind == "arg" for kind, _ in ours.events)
+
+
+def test_significant_children_leave_out_formatting_only() -> None:
+    module = cst.parse_module(_SYNTAX_SAMPLER)
+    for node in walk(module):
+        everything = children(node)
+        kept = significant_children(node)
+        assert kept == [child for child in everything if not isinstance(child, TRIVIA)]
+        # Nothing but formatting lies below formatting.
+        if isinstance(node, TRIVIA):
+            assert all(isinstance(below, TRIVIA) for below in walk(node))
+
+
+def test_visitors_may_not_handle_formatting_nodes() -> None:
+    with pytest.raises(TypeError, match="formatting nodes are never visited"):
+
+        class _CommaCounter(ReadOnlyVisitor):
+            def visit_Comma(self, node: cst.Comma) -> None:
+                pass
+
+    with pytest.raises(TypeError, match="formatting nodes are never visited"):
+
+        class _CommaRule(Rule):
+            """## What it does"""
+
+            code = "AMP997"
+            name = "comma-rule"
+            summary = "x"
+            triggers = frozenset({"x"})
+
+            def leave_Comma(self, original_node: cst.Comma) -> None:
+                pass

@@ -360,33 +360,96 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return names
 
 
-def _is_node_type(kind: type) -> bool:
-    known = _NODE_TYPES.get(kind)
-    if known is None:
-        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
-    return known
+# Formatting nodes: whitespace, comments, punctuation and operator tokens. No name,
+# expression or statement is ever below one, so analyses that look for those skip them
+# (about two thirds of a module's nodes). Rules may not visit them (rules/base.py).
+TRIVIA: tuple[type[cst.CSTNode], ...] = (
+    cst.BaseParenthesizableWhitespace,
+    cst.TrailingWhitespace,
+    cst.EmptyLine,
+    cst.Comment,
+    cst.Newline,
+    cst.Comma,
+    cst.Dot,
+    cst.Colon,
+    cst.Semicolon,
+    cst.AssignEqual,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.LeftCurlyBrace,
+    cst.RightCurlyBrace,
+    cst.Asynchronous,
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.BaseUnaryOp,
+    cst.BaseAugOp,
+    cst.ParamSlash,
+    cst.ParamStar,
+)
+
+_NOT_A_NODE, _TRIVIA, _SIGNIFICANT = 0, 1, 2
+# isinstance against libcst's abstract classes goes through the ABC machinery; a lookup
+# by exact type is several times cheaper, and this is the innermost loop of every walk.
+_KINDS: dict[type, int] = {type(None): _NOT_A_NODE, str: _NOT_A_NODE, bool: _NOT_A_NODE}
 
 
-# isinstance against libcst's abstract CSTNode goes through the ABC machinery; a lookup
-# by exact type is several times cheaper and this is the innermost loop of every walk.
-_NODE_TYPES: dict[type, bool] = {type(None): False, str: False, bool: False}
+def _kind(value_type: type) -> int:
+    kind = _KINDS.get(value_type)
+    if kind is None:
+        if not issubclass(value_type, cst.CSTNode):
+            kind = _NOT_A_NODE
+        else:
+            kind = _TRIVIA if issubclass(value_type, TRIVIA) else _SIGNIFICANT
+        _KINDS[value_type] = kind
+    return kind
+
+
+def is_trivia(node: cst.CSTNode) -> bool:
+    return _kind(type(node)) == _TRIVIA
+
+
+def _children(node: cst.CSTNode, least: int) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    kinds = _KINDS
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                item_type = type(item)
+                if (kinds[item_type] if item_type in kinds else _kind(item_type)) >= least:
+                    found.append(item)
+        elif (kinds[value_type] if value_type in kinds else _kind(value_type)) >= least:
+            found.append(value)
+    return found
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children in visiting order (libcst's ``node.children``, without copying)."""
-    found: list[cst.CSTNode] = []
-    node_types = _NODE_TYPES
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
-        kind = type(value)
-        if kind is tuple or kind is list:
-            for item in value:
-                item_kind = type(item)
-                if node_types[item_kind] if item_kind in node_types else _is_node_type(item_kind):
-                    found.append(item)
-        elif node_types[kind] if kind in node_types else _is_node_type(kind):
-            found.append(value)
+    return _children(node, _TRIVIA)
+
+
+def trivia_handlers(visitor_class: type) -> list[str]:
+    """The ``visit_``/``leave_`` methods of ``visitor_class`` for formatting node types,
+    which the walks here never call."""
+    found = []
+    for attribute in dir(visitor_class):
+        prefix, _, type_name = attribute.partition("_")
+        if prefix not in ("visit", "leave") or "_" in type_name:
+            continue
+        node_type = getattr(cst, type_name, None)
+        handler = getattr(visitor_class, attribute)
+        if isinstance(node_type, type) and issubclass(node_type, TRIVIA) and not getattr(handler, "_is_no_op", False):
+            found.append(attribute)
     return found
+
+
+def significant_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children in visiting order, formatting nodes (``TRIVIA``) left out."""
+    return _children(node, _SIGNIFICANT)
 
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -411,8 +474,9 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     """A ``CSTVisitor`` whose ``node.visit(visitor)`` does not rebuild the tree.
 
     It visits children itself, in libcst's order, and tells libcst not to. Its
-    ``visit_<Type>`` methods may return False to skip children, as usual; libcst's
-    per-attribute hooks (``visit_<Type>_<field>``) are not called.
+    ``visit_<Type>`` methods may return False to skip children, as usual. It does not
+    go into formatting nodes (``TRIVIA``), and libcst's per-attribute hooks
+    (``visit_<Type>_<field>``) are not called.
     """
 
     _visit_handlers: ClassVar[dict[type[cst.CSTNode], Callable[..., object] | None]] = {}
@@ -420,6 +484,9 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._visit_handlers = {}
+        unreachable = trivia_handlers(cls)
+        if unreachable:
+            raise TypeError(f"{cls.__name__}: formatting nodes are never visited: {', '.join(unreachable)}")
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         handlers = type(self)._visit_handlers
@@ -433,7 +500,7 @@ class ReadOnlyVisitor(cst.CSTVisitor):
                 handler = None
             handlers[node_type] = handler
         if handler is None or handler(self, node) is not False:
-            for child in children(node):
+            for child in significant_children(node):
                 # What child.visit(self) does for a visitor that visits children itself.
                 self.on_visit(child)
                 self.on_leave(child)
@@ -448,7 +515,8 @@ def traverse(
     visitors: Callable[[type[cst.CSTNode]], Sequence[Callback]],
     leavers: Callable[[type[cst.CSTNode]], Sequence[Callback]],
 ) -> None:
-    """Call ``visitors(type)`` on entering each node and ``leavers(type)`` on leaving it.
+    """Call ``visitors(type)`` on entering each node and ``leavers(type)`` on leaving it
+    (formatting nodes, ``TRIVIA``, are not entered).
 
     Both are asked once per node type they are wanted for; callbacks cannot prune the
     walk (like libcst's batched visitors, whose return values are ignored).
@@ -474,4 +542,4 @@ def traverse(
             callback(node)
         if leave_cache[node_type]:
             stack.append([node])
-        stack.extend(reversed(children(node)))
+        stack.extend(reversed(significant_children(node)))

@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ProviderT
 
 from amplint.diagnostics import Applicability, Fix
+from amplint.engine.walk import trivia_handlers
 
 if TYPE_CHECKING:
     from amplint.engine.context import FileContext
@@ -96,6 +97,9 @@ class Rule(cst.BatchableCSTVisitor):
             if attribute.startswith(("visit_", "leave_")) and attribute.count("_") > 1:
                 # libcst's per-attribute hooks (visit_Call_func): the engine's walk has none.
                 raise TypeError(f"rule {cls.code}: attribute visitor {attribute!r} is not supported")
+        unreachable = trivia_handlers(cls)
+        if unreachable:
+            raise TypeError(f"rule {cls.code}: formatting nodes are never visited: {', '.join(unreachable)}")
 
     def __init__(self, context: FileContext) -> None:
         super().__init__()
