@@ -410,3 +410,17 @@ def test_visitors_may_not_handle_formatting_nodes() -> None:
 
             def leave_Comma(self, original_node: cst.Comma) -> None:
                 pass
+
+
+def test_scope_visitor_on_leave_is_the_one_mirrored() -> None:
+    """FastMetadataWrapper re-states libcst's ScopeVisitor.on_leave (for speed); a libcst
+    that changes it must fail here rather than silently diverge."""
+    from libcst.metadata.scope_provider import ScopeVisitor
+
+    body = [line.strip() for line in inspect.getsource(ScopeVisitor.on_leave).splitlines()[1:] if line.strip()]
+    assert body == [
+        "self.provider.set_metadata(original_node, self.scope)",
+        "if isinstance(original_node, _ASSIGNMENT_LIKE_NODES):",
+        "self.scope._assignment_count += 1",
+        "super().on_leave(original_node)",
+    ]

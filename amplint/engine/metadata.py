@@ -23,7 +23,7 @@ from libcst.metadata import (
 )
 from libcst.metadata.base_provider import ProviderT
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
-from libcst.metadata.scope_provider import ScopeVisitor
+from libcst.metadata.scope_provider import _ASSIGNMENT_LIKE_NODES, ScopeVisitor
 
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -33,7 +33,20 @@ class _ExpressionContextVisitor(ReadOnlyVisitor, ExpressionContextVisitor):
 
 
 class _ScopeVisitor(ReadOnlyVisitor, ScopeVisitor):
-    pass
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        # ScopeVisitor.on_leave, with its isinstance test against a tuple of abstract
+        # node classes (the costliest line of the whole analysis) answered per type.
+        self.provider._computed[original_node] = self.scope
+        node_type = type(original_node)
+        assignment_like = _ASSIGNMENT_LIKE.get(node_type)
+        if assignment_like is None:
+            assignment_like = _ASSIGNMENT_LIKE[node_type] = issubclass(node_type, _ASSIGNMENT_LIKE_NODES)
+        if assignment_like:
+            self.scope._assignment_count += 1
+        cst.CSTVisitor.on_leave(self, original_node)
+
+
+_ASSIGNMENT_LIKE: dict[type, bool] = {}
 
 
 class _ExpressionContextProvider(ExpressionContextProvider):
