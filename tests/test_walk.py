@@ -31,7 +31,7 @@ from libcst.metadata import (
 )
 
 from amplint.analysis.scopes import build_index
-from amplint.engine.context import FileContext, parent_map
+from amplint.engine.context import FileContext, parent_map, render
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import decode
 from amplint.engine.walk import (
@@ -189,6 +189,12 @@ def _check_walk(module: cst.Module) -> None:
     assert [id(node) for node in parents] == [
         id(node) for kind, node in expected if kind == "visit" and not _under_trivia(node, reference)
     ][1:]
+
+
+@pytest.mark.parametrize(("name", "text"), _sources(), ids=[name for name, _ in _sources()])
+def test_render_is_libcst_code(name: str, text: str) -> None:
+    module = cst.parse_module(decode(text.encode()).text)
+    assert render(module) == module.code
 
 
 def test_children_are_libcst_children() -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from amplint.diagnostics import Edit, Location
@@ -118,6 +120,26 @@ class FileContext:
         """Delete the whole lines a statement occupies (it must be alone on them)."""
         start, end = self.span(node)
         return self.edit(self.line_start(start), self.line_end(max(start, end - 1)), "")
+
+
+class _RenderState(CodegenState):
+    """libcst's code generation state, without the generator-based context manager it
+    enters around every node to record positions no one asked for here."""
+
+    def record_syntactic_position(  # type: ignore[override]
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        return _NO_POSITIONS
+
+
+_NO_POSITIONS = contextlib.nullcontext()
+
+
+def render(module: cst.Module) -> str:
+    """``module.code``, a third faster."""
+    state = _RenderState(default_indent=module.default_indent, default_newline=module.default_newline)
+    module._codegen(state)
+    return "".join(state.tokens)
 
 
 def parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:

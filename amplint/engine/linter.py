@@ -31,7 +31,7 @@ from typing import TypeVar
 import libcst as cst
 
 from amplint.diagnostics import Diagnostic, Edit, Fix, Location
-from amplint.engine.context import FileContext
+from amplint.engine.context import FileContext, render
 from amplint.engine.noqa import is_suppressed, noqa_lines
 from amplint.engine.source import SourceFile, line_starts
 from amplint.engine.walk import traverse
@@ -327,7 +327,7 @@ def lint_module(
 
 
 def _run_rules(path: str, source: SourceFile, module: cst.Module, rules: Sequence[type[Rule]], result: LintResult) -> None:
-    code = module.code
+    code = render(module)
     alignment: Alignment | None = None
     if code != source.text:
         alignment = Alignment.between(code, source.text)
