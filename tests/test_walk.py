@@ -430,3 +430,13 @@ def test_scope_visitor_on_leave_is_the_one_mirrored() -> None:
         "self.scope._assignment_count += 1",
         "super().on_leave(original_node)",
     ]
+
+
+def test_expression_context_module_is_left_as_it_was() -> None:
+    from libcst.metadata import expression_context_provider
+
+    before = expression_context_provider.ExpressionContextVisitor
+    module = cst.parse_module("a, b = c[d], e(f=g)\n")
+    FastMetadataWrapper(module, unsafe_skip_copy=True).resolve(ExpressionContextProvider)
+    assert expression_context_provider.ExpressionContextVisitor is before
+    assert before.__module__ == "libcst.metadata.expression_context_provider"

@@ -20,6 +20,7 @@ from libcst.metadata import (
     ExpressionContextProvider,
     MetadataWrapper,
     ScopeProvider,
+    expression_context_provider,
 )
 from libcst.metadata.base_provider import ProviderT
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
@@ -51,7 +52,17 @@ _ASSIGNMENT_LIKE: dict[type, bool] = {}
 
 class _ExpressionContextProvider(ExpressionContextProvider):
     def visit_Module(self, node: cst.Module) -> bool | None:
-        node.visit(_ExpressionContextVisitor(self, ExpressionContext.LOAD))
+        # libcst's visitor starts a new ExpressionContextVisitor for every assignment
+        # target, subscript and call argument, naming the class through its module. For
+        # the duration, that name is the read-only variant; it computes the same
+        # contexts (tests/test_walk.py), so anyone else using the module meanwhile gets
+        # the same results too.
+        saved = expression_context_provider.ExpressionContextVisitor
+        expression_context_provider.ExpressionContextVisitor = _ExpressionContextVisitor  # type: ignore[misc]
+        try:
+            node.visit(_ExpressionContextVisitor(self, ExpressionContext.LOAD))
+        finally:
+            expression_context_provider.ExpressionContextVisitor = saved  # type: ignore[misc]
         return False
 
 
