@@ -47,6 +47,7 @@ from amplint.rules import all_rules
 from amplint.rules.base import Rule
 
 ROOT = Path(__file__).resolve().parent.parent
+_EMPTY = cst.Module([])
 _VISITED_FIELD = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
 
 
@@ -251,8 +252,6 @@ def test_rules_may_not_define_attribute_visitors() -> None:
             def visit_Call_func(self, node: cst.Call) -> None:
                 pass
 
-
-_EMPTY = cst.Module([])
 
 
 def _scope_facts(scopes: Mapping[cst.CSTNode, Any], module: cst.Module) -> dict[str, Any]:
