@@ -2,8 +2,10 @@
 
 A rule class carries its published page as its docstring (What it does / Why is this
 bad? / Example / Use instead / Fix safety), its valid and invalid examples, and the
-identifier words its findings need in the file text. The engine batches every enabled
-rule into one traversal of one metadata-wrapped module.
+identifier words its findings need in the file text. The engine runs every enabled rule
+in one read-only traversal of the module (``amplint.engine.walk.traverse``), calling a
+rule's ``visit_<Type>`` and ``leave_<Type>`` methods as libcst's batched visitors would,
+formatting nodes excepted.
 """
 
 from __future__ import annotations
