@@ -433,16 +433,17 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def trivia_handlers(visitor_class: type) -> list[str]:
-    """The ``visit_``/``leave_`` methods of ``visitor_class`` for formatting node types,
-    which the walks here never call."""
+    """The ``visit_``/``leave_`` methods ``visitor_class`` itself defines for formatting
+    node types, which the walks here never call. (Called from ``__init_subclass__``, so
+    each class answers for its own methods; classes are also defined inside functions,
+    so this must stay cheap.)"""
     found = []
-    for attribute in dir(visitor_class):
+    for attribute in vars(visitor_class):
         prefix, _, type_name = attribute.partition("_")
         if prefix not in ("visit", "leave") or "_" in type_name:
             continue
         node_type = getattr(cst, type_name, None)
-        handler = getattr(visitor_class, attribute)
-        if isinstance(node_type, type) and issubclass(node_type, TRIVIA) and not getattr(handler, "_is_no_op", False):
+        if isinstance(node_type, type) and issubclass(node_type, TRIVIA):
             found.append(attribute)
     return found
 
