@@ -391,7 +391,9 @@ class DeviceAnalysis:
         current = self._parents.get(node)
         while current is not None and not isinstance(current, (cst.Module, cst.ClassDef)):
             if isinstance(current, cst.FunctionDef):
-                if child is current.body and self._skipped_without_device(current):
+                if child is current.body and (
+                    self._skipped_without_device(current) or self._in_class_skipped_without_device(current)
+                ):
                     return True
                 break
             if (
@@ -412,7 +414,17 @@ class DeviceAnalysis:
             child, current = current, self._parents.get(current)
         return isinstance(current, cst.Module) and self._guarded_by_earlier_statement(current, child)
 
-    def _skipped_without_device(self, function: cst.FunctionDef) -> bool:
+    def _in_class_skipped_without_device(self, function: cst.FunctionDef) -> bool:
+        """A method of a class (or a class nested in one) skipped without the device:
+        ``@unittest.skipUnless(torch.cuda.is_available(), ...)`` on a TestCase."""
+        current = self._parents.get(function)
+        while isinstance(current, (cst.IndentedBlock, cst.ClassDef)):
+            if isinstance(current, cst.ClassDef) and self._skipped_without_device(current):
+                return True
+            current = self._parents.get(current)
+        return False
+
+    def _skipped_without_device(self, function: cst.FunctionDef | cst.ClassDef) -> bool:
         """``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` and unittest's kin."""
         for decorator in function.decorators:
             call = decorator.decorator

@@ -24,6 +24,9 @@ INFERENCE_RECEIVER = re.compile(r"pipe", re.IGNORECASE)
 EVALUATION_CALLEE = re.compile(r"(?:^|[._])(eval|valid|val|test|infer|predict)", re.IGNORECASE)
 # Pure-fp16 training with fp32 master weights kept by the optimizer wrapper.
 MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer|master_params)\b")
+# A quantized base model (bitsandbytes 8-/4-bit, QLoRA) computes in the dtype it was loaded
+# with; its inputs must be cast to that dtype, and only the adapters train.
+QUANTIZED_BASE = re.compile(r"\b(load_in_8bit|load_in_4bit|BitsAndBytesConfig|prepare_model_for_kbit_training)\b")
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
@@ -50,8 +53,11 @@ class ManualHalfCast(Rule):
     pipelines (`pipeline.unet.half()`), of arguments passed to evaluation entry points
     (`validate.run(model=m.half())`) and in test classes are not training casts; files
     using a master-weight scheme (DeepSpeed, fairseq's `FP16Optimizer`, a `master_params`
-    list as in guided-diffusion) are skipped, and so are functions named for a precision
-    (`convert_module_to_f16`).
+    list as in guided-diffusion) are skipped, and so are files that load a quantized base
+    model (`BitsAndBytesConfig`, `load_in_8bit`/`load_in_4bit`,
+    `prepare_model_for_kbit_training`: QLoRA-style training, where inputs must be cast to
+    the base model's compute dtype and only adapters train), and functions named for a
+    precision (`convert_module_to_f16`).
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -125,6 +131,12 @@ class ManualHalfCast(Rule):
         # guided-diffusion's fp16_util: a conversion helper beside fp32 master params.
         "def convert_module_to_f16(l):\n    l.weight.data = l.weight.data.half()\n\nloss.backward()\n",
         "master_params = [p.detach().float() for p in params]\nmodel.half()\nloss.backward()\n",
+        # peft's examples/int8_training: an 8-bit base model takes float16 inputs.
+        (
+            "import torch\nfrom transformers import BitsAndBytesConfig\n"
+            "model = load(quantization_config=BitsAndBytesConfig(load_in_8bit=True))\n"
+            "pixel_values = batch.pop('pixel_values').to(device, torch.float16)\nloss.backward()\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -188,7 +200,7 @@ class ManualHalfCast(Rule):
         analysis = self.context.analysis
         if not analysis.training.trains or analysis.training.in_inference(node):
             return False
-        if self._uses_master_weights or self._deliberate(node):
+        if self._precision_managed_elsewhere or self._deliberate(node):
             return False
         if analysis.autocast.in_disabled_region(node):
             return False
@@ -228,8 +240,9 @@ class ManualHalfCast(Rule):
         return False
 
     @property
-    def _uses_master_weights(self) -> bool:
-        return MASTER_WEIGHT_SCHEMES.search(self.context.text) is not None
+    def _precision_managed_elsewhere(self) -> bool:
+        text = self.context.text
+        return MASTER_WEIGHT_SCHEMES.search(text) is not None or QUANTIZED_BASE.search(text) is not None
 
     def _deliberate(self, node: cst.Call) -> bool:
         """A precision mode chosen on purpose, an inference pipeline, an evaluation, a test."""

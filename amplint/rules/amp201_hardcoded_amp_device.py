@@ -63,7 +63,8 @@ class HardcodedAmpDevice(Rule):
     or a name bound in scope to such a test) or is `False` (a region that turns CUDA
     autocast off); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
-    torch.cuda.is_available(), ...)`); code with no device variable (it really is
+    torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
+    ...)` on the function or its test class); code with no device variable (it really is
     CUDA-only); `torch.cuda.manual_seed[_all]` (documented as safe without CUDA); config
     defaults such as `args.dist_backend = "nccl"`; and code that runs only under a
     device-type or CUDA-availability test: inside an `if`/conditional expression on one,
@@ -200,6 +201,13 @@ class HardcodedAmpDevice(Rule):
         (
             "import pytest\nimport torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
             "def test_amp(device):\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        # A TestCase skipped without CUDA (torchtitan's graph_trainer tests).
+        (
+            "import unittest\nimport torch\nimport torch.distributed as dist\n\n"
+            "@unittest.skipUnless(torch.cuda.is_available(), 'CUDA required')\n"
+            "class TestTrace(unittest.TestCase):\n    def setUp(self):\n"
+            "        dist.init_process_group(backend='nccl', world_size=1, rank=0)\n"
         ),
         "# torch.autocast('cuda') with device in a comment\ns = \"torch.autocast('cuda')\"\n",
     )
