@@ -78,12 +78,19 @@ class ScalerAnalysis:
 
     @functools.cached_property
     def file_scales(self) -> bool:
-        """Does the file do gradient scaling at all (a GradScaler, or any ``.scale(...)``)?"""
+        """Does the file do gradient scaling at all: a GradScaler, any ``.scale(...)``, or a
+        scaler-named callable given the loss (``loss_scaler(loss, optimizer)``, timm's
+        NativeScaler protocol, as in DeiT, ConvNeXt and MAE)?"""
         if self.constructions:
             return True
-        return any(
-            isinstance(call.func, cst.Attribute) and call.func.attr.value == "scale" for call in index_of(self.context).calls
-        )
+        for call in index_of(self.context).calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "scale":
+                return True
+            spelled = dotted_name(func)
+            if spelled is not None and call.args and is_scaler_name(spelled.split(".")[-1]):
+                return True
+        return False
 
     def scaled_backward_scaler(self, call: cst.Call) -> str | None:
         """For a tensor backward of a scaled loss, the scaler's spelling; else None."""

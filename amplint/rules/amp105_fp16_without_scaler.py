@@ -27,7 +27,10 @@ class Fp16WithoutScaler(Rule):
 
     Not flagged: bfloat16-only blocks, blocks whose dtype or device is not statically
     known, inference code (no backward in the function), and files that scale
-    gradients anywhere (the scaler may be passed in).
+    gradients anywhere (the scaler may be passed in), which includes, a decision of
+    amplint's, calling a scaler-named callable with the loss: `loss_scaler(loss,
+    optimizer, ...)`, the protocol of timm's `NativeScaler` used by DeiT, ConvNeXt and
+    MAE (whose fp32 branch calls `loss.backward()` beside it).
 
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the
@@ -90,6 +93,13 @@ class Fp16WithoutScaler(Rule):
         (
             "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', enabled=False):\n"
             "        loss = m(x)\n    loss.backward()\n"
+        ),
+        # ConvNeXt's engine.py: timm's NativeScaler on the AMP branch, backward on the other.
+        (
+            "import torch\n\ndef train_one_epoch(model, x, optimizer, loss_scaler, use_amp):\n"
+            "    if use_amp:\n        with torch.cuda.amp.autocast():\n            loss = model(x)\n"
+            "        loss_scaler(loss, optimizer, parameters=model.parameters())\n"
+            "    else:\n        loss = model(x)\n        loss.backward()\n"
         ),
     )
     INVALID = (
