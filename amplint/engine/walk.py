@@ -407,10 +407,6 @@ def _kind(value_type: type) -> int:
     return kind
 
 
-def is_trivia(node: cst.CSTNode) -> bool:
-    return _kind(type(node)) == _TRIVIA
-
-
 def _children(node: cst.CSTNode, least: int) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     kinds = _KINDS
@@ -432,6 +428,11 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return _children(node, _TRIVIA)
 
 
+def significant_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children in visiting order, formatting nodes (``TRIVIA``) left out."""
+    return _children(node, _SIGNIFICANT)
+
+
 def trivia_handlers(visitor_class: type) -> list[str]:
     """The ``visit_``/``leave_`` methods ``visitor_class`` itself defines for formatting
     node types, which the walks here never call. (Called from ``__init_subclass__``, so
@@ -448,11 +449,6 @@ def trivia_handlers(visitor_class: type) -> list[str]:
     return found
 
 
-def significant_children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The node's children in visiting order, formatting nodes (``TRIVIA``) left out."""
-    return _children(node, _SIGNIFICANT)
-
-
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``root`` and every node below it, in pre-order (the order visitors see them)."""
     stack = [root]
@@ -460,15 +456,6 @@ def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         node = stack.pop()
         yield node
         stack.extend(reversed(children(node)))
-
-
-def walk_with_parents(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode | None]]:
-    """Pairs of (node, parent) in pre-order; the root's parent is None."""
-    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
-    while stack:
-        node, parent = stack.pop()
-        yield node, parent
-        stack.extend((child, node) for child in reversed(children(node)))
 
 
 class ReadOnlyVisitor(cst.CSTVisitor):
