@@ -27,11 +27,12 @@ from libcst.metadata import (
     ExpressionContextProvider,
     MetadataWrapper,
     ParentNodeProvider,
+    PositionProvider,
     ScopeProvider,
 )
 
 from amplint.analysis.scopes import build_index
-from amplint.engine.context import FileContext, parent_map, render
+from amplint.engine.context import FileContext, parent_map, render, syntactic_spans
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import decode
 from amplint.engine.walk import (
@@ -111,6 +112,7 @@ def _sources() -> list[tuple[str, str]]:
         if path.exists():
             sources.append((name, path.read_text(encoding="utf-8")))
     sources.append(("syntax-sampler", _SYNTAX_SAMPLER))
+    sources.append(("syntax-sampler-crlf", _SYNTAX_SAMPLER.replace("\n", "\r\n")))
     return sources
 
 
@@ -196,6 +198,24 @@ def _check_walk(module: cst.Module) -> None:
 def test_render_is_libcst_code(name: str, text: str) -> None:
     module = cst.parse_module(decode(text.encode()).text)
     assert render(module) == module.code
+
+
+@pytest.mark.parametrize(("name", "text"), _sources(), ids=[name for name, _ in _sources()])
+def test_spans_are_libcst_positions(name: str, text: str) -> None:
+    module = cst.parse_module(decode(text.encode()).text)
+    _check_spans(module)
+
+
+def _check_spans(module: cst.Module) -> None:
+    code = module.code
+    # Lines as libcst's positions count them (\r\n, \r or \n).
+    starts = [0] + [match.end() for match in re.finditer(r"\r\n?|\n", code)]
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    expected = {
+        id(node): (starts[r.start.line - 1] + r.start.column, starts[r.end.line - 1] + r.end.column)
+        for node, r in positions.items()
+    }
+    assert {id(node): span for node, span in syntactic_spans(module).items()} == expected
 
 
 def test_children_are_libcst_children() -> None:
@@ -352,6 +372,7 @@ def test_walk_and_metadata_on_a_corpus_sample() -> None:
             continue
         _check_walk(module)
         _check_metadata(module)
+        _check_spans(module)
         checked += 1
     assert checked > 100
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper
 
 from amplint.diagnostics import Edit, Location
 from amplint.engine.metadata import FastMetadataWrapper
@@ -62,24 +62,21 @@ class FileContext:
         """
         from amplint.engine.noqa import is_suppressed
 
-        return is_suppressed(code, self.range_of(node).start.line, self._noqa)
+        return is_suppressed(code, self.line_of(self.span(node)[0]), self._noqa)
 
     @functools.cached_property
-    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
-        return dict(self.wrapper.resolve(PositionProvider))
+    def _spans(self) -> dict[cst.CSTNode, tuple[int, int]]:
+        return syntactic_spans(self.module)
 
     # -- positions ----------------------------------------------------------------------
 
-    def range_of(self, node: cst.CSTNode) -> CodeRange:
-        return self._positions[node]
-
-    def offset(self, position: CodePosition) -> int:
-        return self.line_starts[position.line - 1] + position.column
-
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
-        """Offsets of the node's syntactic extent (parentheses around it excluded)."""
-        code_range = self.range_of(node)
-        return self.offset(code_range.start), self.offset(code_range.end)
+        """Offsets of the node's syntactic extent (parentheses around it excluded): what
+        libcst's PositionProvider gives, as offsets into the text."""
+        return self._spans[node]
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset)
 
     def location(self, offset: int) -> Location:
         row = bisect.bisect_right(self.line_starts, offset)
@@ -133,6 +130,65 @@ class _RenderState(CodegenState):
 
 
 _NO_POSITIONS = contextlib.nullcontext()
+
+
+class _SpanState(CodegenState):
+    """libcst's position-recording code generation (PositionProvider's), keeping offsets
+    instead of line and column: it skips splitting every token on newlines and the
+    generator-based context manager entered around every node."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.spans: dict[cst.CSTNode, tuple[int, int]] = {}
+        self.offset = 0
+        self._starts: list[int] = []
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for token in self.indent_tokens:
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.offset += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._starts.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._starts.pop()
+        # A syntactic position recorded inside the node wins (as in libcst).
+        if node not in self.spans:
+            self.spans[node] = (start, self.offset)
+
+    def record_syntactic_position(  # type: ignore[override]
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        return _SyntacticSpan(self, node, start_node, end_node)
+
+
+class _SyntacticSpan:
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(self, state: _SpanState, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        self.start = 0
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, *exc: object) -> None:
+        spans = self.state.spans
+        start = spans[self.start_node][0] if self.start_node is not None else self.start
+        end = spans[self.end_node][1] if self.end_node is not None else self.state.offset
+        spans[self.node] = (start, end)
+
+
+def syntactic_spans(module: cst.Module) -> dict[cst.CSTNode, tuple[int, int]]:
+    """Every node's syntactic extent as offsets into ``render(module)``."""
+    state = _SpanState(module)
+    module._codegen(state)
+    return state.spans
 
 
 def render(module: cst.Module) -> str:
