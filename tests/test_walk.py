@@ -258,22 +258,6 @@ def test_leave_runs_after_the_subtree_and_visit_before() -> None:
     assert seen == ["enter f", "enter g", "leave g", "leave f"]
 
 
-def test_rules_may_not_define_attribute_visitors() -> None:
-    with pytest.raises(TypeError, match="attribute visitor"):
-
-        class _AttributeVisitor(Rule):
-            """## What it does"""
-
-            code = "AMP998"
-            name = "attribute-visitor"
-            summary = "x"
-            triggers = frozenset({"x"})
-
-            def visit_Call_func(self, node: cst.Call) -> None:
-                pass
-
-
-
 def _scope_facts(scopes: Mapping[cst.CSTNode, Any], module: cst.Module) -> dict[str, Any]:
     in_tree = {id(node) for node in parent_map(module)} | {id(module)}
 
@@ -417,25 +401,33 @@ def test_significant_children_leave_out_formatting_only() -> None:
             assert all(isinstance(below, TRIVIA) for below in walk(node))
 
 
-def test_visitors_may_not_handle_formatting_nodes() -> None:
-    with pytest.raises(TypeError, match="formatting nodes are never visited"):
+class _RuleBase(Rule):
+    """## What it does"""
 
-        class _CommaCounter(ReadOnlyVisitor):
-            def visit_Comma(self, node: cst.Comma) -> None:
-                pass
+    abstract = True
+    code = "AMP998"
+    name = "test-rule"
+    summary = "x"
+    triggers = frozenset({"x"})
 
-    with pytest.raises(TypeError, match="formatting nodes are never visited"):
 
-        class _CommaRule(Rule):
-            """## What it does"""
+def _pass(self: object, node: cst.CSTNode) -> None:
+    pass
 
-            code = "AMP997"
-            name = "comma-rule"
-            summary = "x"
-            triggers = frozenset({"x"})
 
-            def leave_Comma(self, original_node: cst.Comma) -> None:
-                pass
+@pytest.mark.parametrize("base", [_RuleBase, ReadOnlyVisitor], ids=["rule", "read-only-visitor"])
+@pytest.mark.parametrize(
+    ("method", "message"),
+    [
+        ("visit_Call_func", "attribute visitor"),
+        ("visit_Comma", "formatting nodes are never visited"),
+        ("leave_SimpleWhitespace", "formatting nodes are never visited"),
+    ],
+)
+def test_visitors_may_not_define_handlers_the_walk_never_calls(base: type, method: str, message: str) -> None:
+    """Per-attribute hooks and formatting-node handlers are refused when the class is defined."""
+    with pytest.raises(TypeError, match=message):
+        type("_Refused", (base,), {"__doc__": "## What it does", method: _pass})
 
 
 def test_scope_visitor_on_leave_is_the_one_mirrored() -> None:

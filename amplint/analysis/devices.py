@@ -424,9 +424,9 @@ class DeviceAnalysis:
             current = self._parents.get(current)
         return False
 
-    def _skipped_without_device(self, function: cst.FunctionDef | cst.ClassDef) -> bool:
+    def _skipped_without_device(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
         """``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` and unittest's kin."""
-        for decorator in function.decorators:
+        for decorator in definition.decorators:
             call = decorator.decorator
             if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None:
                 continue

@@ -87,8 +87,7 @@ class ScalerAnalysis:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "scale":
                 return True
-            spelled = dotted_name(func)
-            if spelled is not None and call.args and is_scaler_name(spelled.split(".")[-1]):
+            if call.args and self.is_scaler(func):
                 return True
         return False
 

@@ -62,7 +62,7 @@ class FileContext:
         """
         from amplint.engine.noqa import is_suppressed
 
-        return is_suppressed(code, self.line_of(self.span(node)[0]), self._noqa)
+        return is_suppressed(code, self.location(self.span(node)[0]).row, self._noqa)
 
     @functools.cached_property
     def _spans(self) -> dict[cst.CSTNode, tuple[int, int]]:
@@ -74,9 +74,6 @@ class FileContext:
         """Offsets of the node's syntactic extent (parentheses around it excluded): what
         libcst's PositionProvider gives, as offsets into the text."""
         return self._spans[node]
-
-    def line_of(self, offset: int) -> int:
-        return bisect.bisect_right(self.line_starts, offset)
 
     def location(self, offset: int) -> Location:
         row = bisect.bisect_right(self.line_starts, offset)

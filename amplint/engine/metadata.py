@@ -5,7 +5,7 @@ visitors, and every libcst visit rebuilds each node it passes; so does the batch
 the ``MetadataWrapper`` makes over the whole module just to start them. Here the same
 visitors run on a read-only descent (``children`` in libcst's visiting order) and are
 started directly, so they compute exactly libcst's metadata, several times faster.
-``tests/test_metadata.py`` compares the results with libcst's, node by node.
+``tests/test_walk.py`` compares the results with libcst's, node by node.
 """
 
 from __future__ import annotations

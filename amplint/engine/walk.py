@@ -433,20 +433,29 @@ def significant_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return _children(node, _SIGNIFICANT)
 
 
-def trivia_handlers(visitor_class: type) -> list[str]:
-    """The ``visit_``/``leave_`` methods ``visitor_class`` itself defines for formatting
-    node types, which the walks here never call. (Called from ``__init_subclass__``, so
-    each class answers for its own methods; classes are also defined inside functions,
-    so this must stay cheap.)"""
-    found = []
+def handler(visitor_class: type, prefix: str, node_type: type[cst.CSTNode]) -> Callable[..., object] | None:
+    """``visitor_class``'s own ``visit_<Type>`` or ``leave_<Type>`` (``prefix``), if it
+    has one: what libcst's visitors look up, without libcst's typed no-op stubs."""
+    found = getattr(visitor_class, f"{prefix}_{node_type.__name__}", None)
+    if found is None or getattr(found, "_is_no_op", False):
+        return None
+    return found  # type: ignore[no-any-return]
+
+
+def check_handlers(visitor_class: type, label: str) -> None:
+    """Refuse, when the class is defined, handlers the walks here would never call:
+    libcst's per-attribute hooks (``visit_Call_func``) and handlers of formatting nodes.
+    (Each class answers for its own methods; visitor classes are also defined inside
+    functions, so this must stay cheap.)"""
     for attribute in vars(visitor_class):
         prefix, _, type_name = attribute.partition("_")
-        if prefix not in ("visit", "leave") or "_" in type_name:
+        if prefix not in ("visit", "leave"):
             continue
+        if "_" in type_name:
+            raise TypeError(f"{label}: attribute visitor {attribute!r} is not supported")
         node_type = getattr(cst, type_name, None)
         if isinstance(node_type, type) and issubclass(node_type, TRIVIA):
-            found.append(attribute)
-    return found
+            raise TypeError(f"{label}: formatting nodes are never visited: {attribute}")
 
 
 def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -464,7 +473,7 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     It visits children itself, in libcst's order, and tells libcst not to. Its
     ``visit_<Type>`` methods may return False to skip children, as usual. It does not
     go into formatting nodes (``TRIVIA``), and libcst's per-attribute hooks
-    (``visit_<Type>_<field>``) are not called.
+    (``visit_<Type>_<field>``) are not called; defining either is an error.
     """
 
     _visit_handlers: ClassVar[dict[type[cst.CSTNode], Callable[..., object] | None]] = {}
@@ -472,22 +481,17 @@ class ReadOnlyVisitor(cst.CSTVisitor):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._visit_handlers = {}
-        unreachable = trivia_handlers(cls)
-        if unreachable:
-            raise TypeError(f"{cls.__name__}: formatting nodes are never visited: {', '.join(unreachable)}")
+        check_handlers(cls, cls.__name__)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         handlers = type(self)._visit_handlers
         node_type = type(node)
         if node_type in handlers:
-            handler = handlers[node_type]
+            on_visit = handlers[node_type]
         else:
             # What libcst's CSTVisitor.on_visit looks up, looked up once per node type.
-            handler = getattr(type(self), f"visit_{node_type.__name__}", None)
-            if getattr(handler, "_is_no_op", False):
-                handler = None
-            handlers[node_type] = handler
-        if handler is None or handler(self, node) is not False:
+            on_visit = handlers[node_type] = handler(type(self), "visit", node_type)
+        if on_visit is None or on_visit(self, node) is not False:
             for child in significant_children(node):
                 # What child.visit(self) does for a visitor that visits children itself.
                 self.on_visit(child)

@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ProviderT
 
 from amplint.diagnostics import Applicability, Fix
-from amplint.engine.walk import trivia_handlers
+from amplint.engine.walk import check_handlers, handler
 
 if TYPE_CHECKING:
     from amplint.engine.context import FileContext
@@ -95,13 +95,7 @@ class Rule(cst.BatchableCSTVisitor):
             raise TypeError(f"rule {cls.code}: its docstring must be its rule page")
         if (cls.fix_availability is FixAvailability.NONE) != (cls.fix_applicability is None):
             raise TypeError(f"rule {cls.code}: fix_availability and fix_applicability disagree")
-        for attribute in vars(cls):
-            if attribute.startswith(("visit_", "leave_")) and attribute.count("_") > 1:
-                # libcst's per-attribute hooks (visit_Call_func): the engine's walk has none.
-                raise TypeError(f"rule {cls.code}: attribute visitor {attribute!r} is not supported")
-        unreachable = trivia_handlers(cls)
-        if unreachable:
-            raise TypeError(f"rule {cls.code}: formatting nodes are never visited: {', '.join(unreachable)}")
+        check_handlers(cls, f"rule {cls.code}")
 
     def __init__(self, context: FileContext) -> None:
         super().__init__()
@@ -138,29 +132,21 @@ class Rule(cst.BatchableCSTVisitor):
 
     # -- error containment -------------------------------------------------------------
 
-    @classmethod
-    def _handler(cls, prefix: str, node_type: type[cst.CSTNode]) -> Callable[[Rule, cst.CSTNode], object] | None:
-        """The class's own ``visit_<Type>`` or ``leave_<Type>``, if it defines one."""
-        handler = getattr(cls, f"{prefix}_{node_type.__name__}", None)
-        if handler is None or getattr(handler, "_is_no_op", False):
-            return None
-        return handler  # type: ignore[no-any-return]
-
     def callback(self, prefix: str, node_type: type[cst.CSTNode]) -> Callable[[cst.CSTNode], None] | None:
         """This rule's handler for entering (``visit``) or leaving (``leave``) a node type.
 
         A handler that raises stops the rule for the rest of the file (it becomes an
         AMP999 for this file); the other rules go on.
         """
-        handler = self._handler(prefix, node_type)
-        if handler is None:
+        found = handler(type(self), prefix, node_type)
+        if found is None:
             return None
 
         def guarded(node: cst.CSTNode) -> None:
             if self.failure is not None:
                 return
             try:
-                handler(self, node)
+                found(self, node)
             except Exception as error:  # noqa: BLE001 - a rule's bug must not stop the run
                 self.failure = "".join(traceback.format_exception(type(error), error, error.__traceback__))
                 self.failure_summary = f"{type(error).__name__}: {error}"
