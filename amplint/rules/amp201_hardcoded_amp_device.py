@@ -27,8 +27,9 @@ _SHORT = {
 
 
 # `"cuda" if ... else "cpu"` and its mirrors: a quoted device type, closing brackets or
-# comments, then `if`.
-DEVICE_STRING_CHOICE = r"""re:(?:cuda|cpu)['"]{1,3}(?:[\s\\)]|#[^\n]*)*if\b"""
+# comments, then `if`. A comment must run to the end of its line, so that each text has
+# one way to match: `#[^\n]*` alone inside the loop backtracks exponentially on `####`.
+DEVICE_STRING_CHOICE = r"""re:(?:cuda|cpu)['"]{1,3}(?:[\s\\)]|#[^\n]*(?![^\n]))*if\b"""
 
 
 CUDA_LITERAL = r"""re:['"]cuda['"]"""
