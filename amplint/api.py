@@ -26,7 +26,7 @@ def check_source(
 ) -> list[Diagnostic]:
     """Lint source text (or raw bytes, decoded per PEP 263) and return its diagnostics."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.CHECK, _settings(select, settings))
+    job = Job(Mode.CHECK, _settings(select, settings), all_rules())
     return process_source(path, data, job).diagnostics
 
 
@@ -40,7 +40,7 @@ def fix_source_text(
 ) -> FileReport:
     """Fix source text; the report holds the new text, what was applied and what remains."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.FIX, _settings(select, settings), unsafe_fixes=unsafe_fixes)
+    job = Job(Mode.FIX, _settings(select, settings), all_rules(), unsafe_fixes=unsafe_fixes)
     return process_source(path, data, job)
 
 

@@ -31,8 +31,8 @@ from amplint.diagnostics import Diagnostic
 from amplint.docs import fix_label, render_rule_page, rule_url
 from amplint.engine.config import ConfigError, Settings, resolve_settings, validate_selectors
 from amplint.engine.discovery import discover, is_excluded
-from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR
 from amplint.engine.progress import progress
+from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.runner import (
     FileReport,
     Job,
@@ -55,7 +55,6 @@ from amplint.output import (
 from amplint.output.style import use_color
 from amplint.output.summary import check_summary, diff_summary, fix_listing
 from amplint.rules import all_rules, rule_by_code
-from amplint.rules.base import Rule
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -262,7 +261,7 @@ def fix(apply_fixes: bool, **kwargs: Any) -> None:
     sys.exit(_run(Options(**kwargs), APPLY if apply_fixes else DIFF, stdin_mode=APPLY))
 
 
-def _rule_json(rule: type[Rule]) -> dict[str, object]:
+def _rule_json(rule: RuleType) -> dict[str, object]:
     return {
         "code": rule.code,
         "name": rule.name,
@@ -284,7 +283,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Print the page of rule CODE (a code or a rule name), or of every rule with --all."""
     if show_all == (code is not None):
         raise click.UsageError("give a rule code, or --all")
-    rules: tuple[type[Rule], ...]
+    rules: tuple[RuleType, ...]
     if show_all:
         rules = all_rules()
     else:
@@ -376,11 +375,11 @@ def resolve_cli_settings(options: Options, stdin: bool = False) -> Settings:
         settings = Settings(project_root=str(Path.cwd()))
     else:
         explicit = Path(options.config) if options.config else None
-        settings = resolve_settings(_config_start(options, stdin), explicit)
+        settings = resolve_settings(_config_start(options, stdin), all_rules(), explicit)
     cli_select = _split(options.select) or None
     cli_extend = _split(options.extend_select)
     cli_ignore = _split(options.ignore)
-    validate_selectors((*(cli_select or ()), *cli_extend, *cli_ignore))
+    validate_selectors((*(cli_select or ()), *cli_extend, *cli_ignore), all_rules())
     changes: dict[str, Any] = {"ignore": settings.ignore + cli_ignore}
     if cli_select is not None:
         changes["select"] = cli_select
@@ -475,7 +474,7 @@ def _run(options: Options, mode: str, stdin_mode: str | None = None) -> int:
     try:
         with _printer(options) as printer:
             printer.log(f"configuration: {settings.config_path or 'none found, using defaults'}")
-            printer.log(f"rules: {', '.join(r.code for r in settings.enabled_rules()) or 'none'}")
+            printer.log(f"rules: {', '.join(r.code for r in settings.enabled_rules(all_rules())) or 'none'}")
             if stdin:
                 return _run_stdin(options, settings, mode, printer)
             return _run_paths(options, settings, mode, printer)
@@ -489,7 +488,7 @@ def _run(options: Options, mode: str, stdin_mode: str | None = None) -> int:
 
 def _job(settings: Settings, mode: str) -> Job:
     return Job(
-        Mode.CHECK if mode == CHECK else Mode.FIX, settings, unsafe_fixes=settings.unsafe_fixes
+        Mode.CHECK if mode == CHECK else Mode.FIX, settings, all_rules(), unsafe_fixes=settings.unsafe_fixes
     )
 
 

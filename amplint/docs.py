@@ -12,8 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+from amplint.engine.rule import FixAvailability, RuleType
 from amplint.rules import all_rules
-from amplint.rules.base import FixAvailability, Rule
 
 PAGES_URL = "https://github.com/amplint/amplint/blob/main/rules"
 TABLE_START = "<!-- rules-table:start -->"
@@ -30,13 +30,13 @@ def rule_url(code: str) -> str:
     return f"{PAGES_URL}/{code}.md"
 
 
-def fix_label(rule: type[Rule]) -> str:
+def fix_label(rule: RuleType) -> str:
     if rule.fix_availability is FixAvailability.NONE or rule.fix_applicability is None:
         return "no fix"
     return f"{_FIX_TEXT[rule.fix_availability]} ({rule.fix_applicability.value})"
 
 
-def render_rule_page(rule: type[Rule]) -> str:
+def render_rule_page(rule: RuleType) -> str:
     body = inspect.cleandoc(rule.__doc__ or "")
     facts = [f"Derived from the **amplint** linter. {fix_label(rule).capitalize()}."]
     if not rule.default_enabled:

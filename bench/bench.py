@@ -143,8 +143,9 @@ def parsed_file(work: Path) -> Path | None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from amplint.engine.config import Settings
     from amplint.engine.prefilter import rules_for
+    from amplint.rules import all_rules
 
-    rules = Settings().enabled_rules()
+    rules = Settings().enabled_rules(all_rules())
     candidates = [
         path for path in work.rglob("*.py") if rules_for(path.read_text(encoding="utf-8", errors="replace"), rules)
     ]

@@ -8,14 +8,14 @@ import libcst as cst
 import pytest
 
 from amplint.analysis.autocast import DEFAULT_DTYPE, AutocastBlock
-from amplint.engine.context import FileContext
+from amplint.analysis.context import RuleContext
 from amplint.engine.source import decode
 
 
-def _context(source: str) -> FileContext:
+def _context(source: str) -> RuleContext:
     text = textwrap.dedent(source)
     decoded = decode(text.encode())
-    return FileContext("snippet.py", decoded, cst.parse_module(decoded.text))
+    return RuleContext("snippet.py", decoded, cst.parse_module(decoded.text))
 
 
 def _blocks(source: str) -> list[AutocastBlock]:
@@ -234,7 +234,7 @@ def test_disabled_only_when_literally_false() -> None:
     assert not _only("import torch\nwith torch.autocast('cuda', enabled=True):\n    pass\n").disabled
 
 
-def _find(context: FileContext, code: str) -> cst.CSTNode:
+def _find(context: RuleContext, code: str) -> cst.CSTNode:
     class Finder(cst.CSTVisitor):
         found: cst.CSTNode | None = None
 

@@ -7,21 +7,21 @@ import textwrap
 import libcst as cst
 import pytest
 
+from amplint.analysis.context import RuleContext
 from amplint.analysis.training import is_accumulation_test, is_loss_call
-from amplint.engine.context import FileContext
 from amplint.engine.source import decode
 
 
-def _context(source: str) -> FileContext:
+def _context(source: str) -> RuleContext:
     decoded = decode(textwrap.dedent(source).encode())
-    return FileContext("snippet.py", decoded, cst.parse_module(decoded.text))
+    return RuleContext("snippet.py", decoded, cst.parse_module(decoded.text))
 
 
-def _code(context: FileContext, nodes: list[cst.Call] | list[cst.BaseStatement]) -> list[str]:
+def _code(context: RuleContext, nodes: list[cst.Call] | list[cst.BaseStatement]) -> list[str]:
     return [context.module.code_for_node(node).strip().splitlines()[0] for node in nodes]
 
 
-def _function(context: FileContext, name: str) -> cst.FunctionDef:
+def _function(context: RuleContext, name: str) -> cst.FunctionDef:
     (function,) = [f for f in context.analysis.index.functions if f.name.value == name]
     return function
 

@@ -22,10 +22,12 @@ from amplint.cli import cli
 from amplint.diagnostics import Applicability
 from amplint.engine import runner
 from amplint.engine.config import Settings
+from amplint.engine.context import SourceContext
 from amplint.engine.fixer import fix_source
+from amplint.engine.rule import FixAvailability, Rule
 from amplint.engine.runner import FileReport, Job, Mode, run
 from amplint.engine.source import decode
-from amplint.rules.base import FixAvailability, Rule
+from amplint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 # AMP001 with a safe fix.
@@ -38,7 +40,7 @@ def _settings(tmp_path: Path) -> Settings:
 
 
 def _reports(tmp_path: Path, *paths: Path, mode: Mode = Mode.CHECK, jobs: int = 1) -> list[FileReport]:
-    return list(run([str(p) for p in paths], Job(mode, _settings(tmp_path)), jobs=jobs))
+    return list(run([str(p) for p in paths], Job(mode, _settings(tmp_path), all_rules()), jobs=jobs))
 
 
 def _codes(report: FileReport) -> list[str]:
@@ -192,7 +194,7 @@ def test_a_file_over_the_size_limit_is_reported_not_parsed(tmp_path: Path) -> No
     assert big.stat().st_size > 10 * 1024 * 1024
     ordinary = tmp_path / "ordinary.py"
     ordinary.write_text(DEPRECATED, encoding="utf-8")
-    first, second = list(run([str(big), str(ordinary)], Job(Mode.CHECK, _settings(tmp_path)), jobs=1))
+    first, second = list(run([str(big), str(ordinary)], Job(Mode.CHECK, _settings(tmp_path), all_rules()), jobs=1))
     assert _codes(first) == ["AMP900"] and "too large" in first.diagnostics[0].message
     assert _codes(second) == ["AMP001"]
 
@@ -325,7 +327,7 @@ def test_sigterm_during_fix_apply_leaves_every_file_old_or_new(tmp_path: Path) -
     assert not [p.name for p in tmp_path.iterdir() if not p.name.endswith(".py")], "temporary files left"
 
 
-class _BreaksCode(Rule):
+class _BreaksCode(Rule[SourceContext]):
     """## What it does
     A test rule whose fix for `torch.cuda.amp.GradScaler` produces code that does not parse,
     and whose fix for `legacy_call()` is fine.

@@ -18,8 +18,10 @@ from amplint.engine import cache as cache_module
 from amplint.engine import fixer, linter, runner
 from amplint.engine.cache import ResultsCache, diagnostic_from_json, diagnostic_to_json
 from amplint.engine.config import Settings
-from amplint.engine.linter import INTERNAL_ERROR, file_diagnostic
+from amplint.engine.parse import file_diagnostic
+from amplint.engine.rule import INTERNAL_ERROR
 from amplint.engine.runner import FileReport, Job, Mode, run
+from amplint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").glob("*.py"))
@@ -34,7 +36,7 @@ def _settings(tmp_path: Path, **overrides: object) -> Settings:
 
 
 def _check(paths: list[Path], settings: Settings, cache_dir: Path | None) -> list[FileReport]:
-    job = Job(Mode.CHECK, settings)
+    job = Job(Mode.CHECK, settings, all_rules())
     return list(run([str(p) for p in paths], job, jobs=1, cache_dir=None if cache_dir is None else str(cache_dir)))
 
 
@@ -156,10 +158,10 @@ def test_per_file_ignores_and_max_file_size_are_part_of_the_key(tmp_path: Path) 
     path = _write(tmp_path, "a.py", DEPRECATED)
     base = _settings(tmp_path)
     keys = {
-        cache_module.bucket_key(base),
-        cache_module.bucket_key(base.with_overrides(per_file_ignores={"a.py": ("AMP001",)})),
-        cache_module.bucket_key(base.with_overrides(max_file_size=10)),
-        cache_module.bucket_key(_settings(tmp_path / "sub")),
+        cache_module.bucket_key(base, all_rules()),
+        cache_module.bucket_key(base.with_overrides(per_file_ignores={"a.py": ("AMP001",)}), all_rules()),
+        cache_module.bucket_key(base.with_overrides(max_file_size=10), all_rules()),
+        cache_module.bucket_key(_settings(tmp_path / "sub"), all_rules()),
     }
     assert len(keys) == 4
     assert _check([path], base.with_overrides(max_file_size=10), tmp_path / "cache")[0].diagnostics[0].code == "AMP900"
@@ -168,11 +170,11 @@ def test_per_file_ignores_and_max_file_size_are_part_of_the_key(tmp_path: Path) 
 
 def test_a_changed_amplint_build_does_not_reuse_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = _settings(tmp_path)
-    before = cache_module.bucket_key(settings)
+    before = cache_module.bucket_key(settings, all_rules())
     monkeypatch.setattr(cache_module, "_package_fingerprint", lambda: "edited rule")
-    assert cache_module.bucket_key(settings) != before
+    assert cache_module.bucket_key(settings, all_rules()) != before
     monkeypatch.setattr(amplint, "__version__", "99.0")
-    assert cache_module.bucket_key(settings) != before
+    assert cache_module.bucket_key(settings, all_rules()) != before
 
 
 def test_internal_errors_and_unreadable_files_are_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,7 +205,7 @@ def test_fix_mode_still_fixes_a_file_whose_check_result_is_cached(tmp_path: Path
     path = _write(tmp_path, "a.py", DEPRECATED)
     settings = _settings(tmp_path)
     _check([path], settings, tmp_path / "cache")
-    (report,) = run([str(path)], Job(Mode.FIX, settings), jobs=1, cache_dir=str(tmp_path / "cache"))
+    (report,) = run([str(path)], Job(Mode.FIX, settings, all_rules()), jobs=1, cache_dir=str(tmp_path / "cache"))
     assert report.fixed == DEPRECATED_FIXED.encode()
     assert report.fixes_applied == {"AMP001": 1}
 
@@ -216,19 +218,19 @@ def test_fix_mode_serves_files_with_nothing_to_fix_from_the_cache(tmp_path: Path
     unsafe_only = "import torch\n\ndef train(model, x):\n    model.half()\n    model(x).sum().backward()\n"
     paths = [_write(tmp_path, "clean.py", CLEAN_BUT_PARSED), _write(tmp_path, "unsafe.py", unsafe_only)]
     settings = _settings(tmp_path)
-    uncached = list(run([str(p) for p in paths], Job(Mode.FIX, settings), jobs=1))
+    uncached = list(run([str(p) for p in paths], Job(Mode.FIX, settings, all_rules()), jobs=1))
     assert [d.code for d in uncached[1].diagnostics] == ["AMP101"], "the example needs an unsafe-only finding"
     lint_calls.clear()
-    first = list(run([str(p) for p in paths], Job(Mode.FIX, settings), jobs=1, cache_dir=str(tmp_path / "cache")))
+    first = list(run([str(p) for p in paths], Job(Mode.FIX, settings, all_rules()), jobs=1, cache_dir=str(tmp_path / "cache")))
     assert lint_calls == ["clean.py", "unsafe.py"]
     lint_calls.clear()
-    second = list(run([str(p) for p in paths], Job(Mode.FIX, settings), jobs=1, cache_dir=str(tmp_path / "cache")))
+    second = list(run([str(p) for p in paths], Job(Mode.FIX, settings, all_rules()), jobs=1, cache_dir=str(tmp_path / "cache")))
     assert lint_calls == []
     for reports in (first, second):
         assert _summary(reports) == _summary(uncached)
         assert [(r.fixed, r.fixes_applied, r.fix_failures) for r in reports] == [(None, {}, []), (None, {}, [])]
     # With unsafe fixes allowed, the cached AMP101 is fixable: the file must be fixed, not served.
-    (report,) = run([str(paths[1])], Job(Mode.FIX, settings, unsafe_fixes=True), jobs=1, cache_dir=str(tmp_path / "cache"))
+    (report,) = run([str(paths[1])], Job(Mode.FIX, settings, all_rules(), unsafe_fixes=True), jobs=1, cache_dir=str(tmp_path / "cache"))
     assert report.fixes_applied == {"AMP101": 1}
 
 
@@ -364,7 +366,7 @@ def _hammer(paths: list[str], project_root: str, cache_dir: str, rounds: int, qu
         settings = Settings(project_root=project_root)
         results = []
         for _ in range(rounds):
-            reports: Iterator[FileReport] = run(paths, Job(Mode.CHECK, settings), jobs=1, cache_dir=cache_dir)
+            reports: Iterator[FileReport] = run(paths, Job(Mode.CHECK, settings, all_rules()), jobs=1, cache_dir=cache_dir)
             results.append([[d.code for d in r.diagnostics] for r in reports])
         queue.put(results)
     except BaseException as error:  # noqa: BLE001 - reported to the parent

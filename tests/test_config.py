@@ -78,10 +78,10 @@ def test_selection_specificity(
 
 
 def test_unknown_selectors_are_rejected() -> None:
-    validate_selectors(["AMP", "AMP0", "ALL", "all", "AMP001", "deprecated-amp-namespace"])
+    validate_selectors(["AMP", "AMP0", "ALL", "all", "AMP001", "deprecated-amp-namespace"], all_rules())
     for bad in ["XYZ", "AMP0001", "E501", "AMP9999", ""]:
         with pytest.raises(ConfigError, match="unknown rule selector"):
-            validate_selectors([bad])
+            validate_selectors([bad], all_rules())
 
 
 # -- finding the file ------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def test_config_is_found_from_the_checked_path_upward(tmp_path: Path) -> None:
     (deep / "train.py").write_text("")
     assert find_config(deep / "train.py") == tmp_path / "amplint.toml"
     assert find_config(deep) == tmp_path / "amplint.toml"
-    settings = resolve_settings(deep)
+    settings = resolve_settings(deep, all_rules())
     assert settings.ignore == ("AMP001",)
     assert settings.config_path == str(tmp_path / "amplint.toml")
     assert settings.project_root == str(tmp_path)
@@ -107,7 +107,7 @@ def test_pyproject_counts_only_with_a_tool_amplint_table(tmp_path: Path) -> None
     assert find_config(tmp_path / "sub") == tmp_path / "amplint.toml"
     (tmp_path / "sub" / "pyproject.toml").write_text('[tool.amplint]\nselect = ["AMP1"]\n')
     assert find_config(tmp_path / "sub") == tmp_path / "sub" / "pyproject.toml"
-    assert resolve_settings(tmp_path / "sub").select == ("AMP1",)
+    assert resolve_settings(tmp_path / "sub", all_rules()).select == ("AMP1",)
 
 
 def test_file_precedence_in_one_directory(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_no_config_means_defaults_rooted_at_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    settings = resolve_settings(tmp_path)
+    settings = resolve_settings(tmp_path, all_rules())
     assert settings.config_path is None
     assert settings.project_root == str(tmp_path)
     assert settings.exclude == DEFAULT_EXCLUDE
@@ -144,7 +144,7 @@ def test_explicit_config_is_used_as_is(tmp_path: Path) -> None:
     other = tmp_path / "conf" / "strict.toml"
     other.parent.mkdir()
     other.write_text('select = ["AMP0"]\nexclude = ["gen"]\n')
-    settings = resolve_settings(tmp_path, other)
+    settings = resolve_settings(tmp_path, all_rules(), other)
     assert settings.select == ("AMP0",)
     assert settings.exclude == ("gen",)
     assert settings.project_root == str(other.parent)
@@ -170,7 +170,7 @@ def test_every_setting_is_read(tmp_path: Path) -> None:
         "[tool.amplint.per-file-ignores]\n"
         '"tests/*.py" = ["AMP1"]\n'
     )
-    settings = load_config(path)
+    settings = load_config(path, all_rules())
     assert settings == Settings(
         select=("AMP0", "AMP1"),
         extend_select=("AMP3",),
@@ -210,7 +210,7 @@ def test_bad_settings_are_rejected_with_the_file_named(
     path = tmp_path / "amplint.toml"
     path.write_text(content)
     with pytest.raises(ConfigError) as raised:
-        load_config(path)
+        load_config(path, all_rules())
     assert message in str(raised.value)
     assert str(path) in str(raised.value)
 

@@ -24,6 +24,7 @@ import pytest
 from amplint.engine import runner
 from amplint.engine.config import Settings
 from amplint.engine.runner import Job, Mode, run, write_atomically
+from amplint.rules import all_rules
 
 pytestmark = pytest.mark.corpus
 
@@ -68,7 +69,7 @@ def test_corpus_fix_apply_is_safe(name: str, tree: Path, tmp_path: Path, monkeyp
     files = _copy(tree, tmp_path)
     originals = {path: path.read_bytes() for path in files}
     settings = Settings(project_root=str(tmp_path), select=("ALL",), max_file_size=64 * 1024 * 1024)
-    job = Job(Mode.FIX, settings, unsafe_fixes=True)
+    job = Job(Mode.FIX, settings, all_rules(), unsafe_fixes=True)
 
     started = time.perf_counter()
     reports = list(run([str(p) for p in files], job, jobs=2))

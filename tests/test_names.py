@@ -14,7 +14,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import QualifiedNameSource
 
-from amplint.engine.context import FileContext
+from amplint.analysis.context import RuleContext
 from amplint.engine.source import decode
 from amplint.rules import all_rules
 
@@ -22,14 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL = (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
 
 
-def _context(text: str) -> FileContext:
+def _context(text: str) -> RuleContext:
     source = decode(text.encode())
-    return FileContext("<test>", source, cst.parse_module(source.text))
+    return RuleContext("<test>", source, cst.parse_module(source.text))
 
 
-def _scope_answer(context: FileContext, node: cst.CSTNode) -> str | None:
+def _scope_answer(context: RuleContext, node: cst.CSTNode) -> str | None:
     """What the scope analysis alone says ``node`` denotes (the slow, reference answer)."""
-    names = context.names.qualified_names(node)
+    names = context.analysis.names.qualified_names(node)
     if len(names) != 1:
         return None
     (name,) = names
@@ -44,7 +44,7 @@ def _disagreements(text: str) -> list[tuple[str, str | None, str | None]]:
     for node in list(context.parents):
         if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             continue
-        fast, reference = context.names.resolve(node), _scope_answer(context, node)
+        fast, reference = context.analysis.names.resolve(node), _scope_answer(context, node)
         if reference == "None" and fast is None:
             continue  # libcst names `(x + 1).clamp` after the builtin None; nothing to resolve
         if fast != reference:
@@ -68,7 +68,7 @@ def test_fast_resolution_agrees_with_the_scope_analysis(name: str, text: str) ->
 def _resolve_all(text: str, spelling: str) -> list[str | None]:
     context = _context(text)
     return [
-        context.names.resolve(node)
+        context.analysis.names.resolve(node)
         for node in context.parents
         if isinstance(node, (cst.Name, cst.Attribute)) and context.module.code_for_node(node) == spelling
     ]
@@ -129,7 +129,7 @@ def test_a_rebound_builtin_is_left_unresolved() -> None:
     call = next(node for node in context.parents if isinstance(node, cst.Call))
     # The scope analysis would say "str" for the module-level call; amplint stays silent.
     assert _scope_answer(context, call.func) == "str"
-    assert context.names.resolve(call.func) is None
+    assert context.analysis.names.resolve(call.func) is None
 
 
 def test_names_that_are_no_variables_resolve_to_nothing() -> None:
@@ -138,4 +138,4 @@ def test_names_that_are_no_variables_resolve_to_nothing() -> None:
     context = _context(text)
     keyword = next(node for node in context.parents if isinstance(node, cst.Arg) and node.keyword is not None)
     assert keyword.keyword is not None
-    assert context.names.resolve(keyword.keyword) is None
+    assert context.analysis.names.resolve(keyword.keyword) is None

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from amplint.engine.linter import lint_source
 from amplint.engine.prefilter import _occurs, rules_for
+from amplint.engine.rule import RuleType
 from amplint.engine.source import decode
-from amplint.rules import Rule, all_rules
+from amplint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 _BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -82,7 +83,7 @@ def findings() -> dict[str, list[tuple[str, str]]]:
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
-def test_prefilter_keeps_every_file_the_rule_fires_on(rule: type[Rule], findings: dict[str, list[tuple[str, str]]]) -> None:
+def test_prefilter_keeps_every_file_the_rule_fires_on(rule: RuleType, findings: dict[str, list[tuple[str, str]]]) -> None:
     assert findings[rule.code], f"{rule.code} fired on nothing in the corpus: the check proves nothing for it"
     for name, text in findings[rule.code]:
         assert rules_for(text, [rule]) == [rule], f"pre-filter would skip {name} for {rule.code}"
@@ -141,7 +142,7 @@ class _AutocastOnly:
 
 
 def test_trigger_words_must_be_whole_identifiers() -> None:
-    stub = cast(type[Rule], _AutocastOnly)
+    stub = cast(RuleType, _AutocastOnly)
     assert rules_for("with torch.autocast('cuda'):\n    pass\n", [stub]) == [stub]
     for near_miss in ("my_autocast_helper", "autocasting", "xautocast"):
         assert rules_for(f"with torch.{near_miss}('cuda'):\n    pass\n", [stub]) == []
@@ -155,7 +156,7 @@ class _Stub:
 
 
 def test_every_required_clause_must_occur() -> None:
-    stub = cast(type[Rule], _Stub)
+    stub = cast(RuleType, _Stub)
     assert rules_for("autocast backward grad_scaler", [stub]) == [stub]
     assert rules_for("autocast backward GradScaler", [stub]) == [stub]
     assert rules_for("autocast grad_scaler", [stub]) == []

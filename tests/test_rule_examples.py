@@ -8,21 +8,22 @@ import re
 import pytest
 
 from amplint.api import check_source, fix_source_text
-from amplint.rules import Rule, all_rules
+from amplint.engine.rule import RuleType
+from amplint.rules import all_rules
 
 RULES = [rule for rule in all_rules() if rule.INVALID or rule.VALID]
 
 
-def _cases(attribute: str) -> list[tuple[type[Rule], int]]:
+def _cases(attribute: str) -> list[tuple[RuleType, int]]:
     return [(rule, index) for rule in RULES for index in range(len(getattr(rule, attribute)))]
 
 
-def _id(case: tuple[type[Rule], int]) -> str:
+def _id(case: tuple[RuleType, int]) -> str:
     return f"{case[0].code}-{case[1]}"
 
 
 @pytest.mark.parametrize("case", _cases("VALID"), ids=_id)
-def test_valid_example_is_silent(case: tuple[type[Rule], int]) -> None:
+def test_valid_example_is_silent(case: tuple[RuleType, int]) -> None:
     rule, index = case
     source = rule.VALID[index]
     found = [d for d in check_source(source, select=["ALL"]) if d.code == rule.code]
@@ -30,7 +31,7 @@ def test_valid_example_is_silent(case: tuple[type[Rule], int]) -> None:
 
 
 @pytest.mark.parametrize("case", _cases("INVALID"), ids=_id)
-def test_invalid_example_fires_and_fixes(case: tuple[type[Rule], int]) -> None:
+def test_invalid_example_fires_and_fixes(case: tuple[RuleType, int]) -> None:
     rule, index = case
     example = rule.INVALID[index]
     found = [d for d in check_source(example.code, select=[rule.code]) if d.code == rule.code]
@@ -54,7 +55,7 @@ def test_invalid_example_fires_and_fixes(case: tuple[type[Rule], int]) -> None:
 _BLOCK = re.compile(r"## (Example|Use instead)\s*\n+```python\n(.*?)```", re.DOTALL)
 
 
-def _page_blocks(rule: type[Rule]) -> dict[str, str]:
+def _page_blocks(rule: RuleType) -> dict[str, str]:
     import inspect
 
     page = inspect.cleandoc(rule.__doc__ or "")
@@ -62,7 +63,7 @@ def _page_blocks(rule: type[Rule]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("rule", [r for r in all_rules() if _page_blocks(r)], ids=lambda r: r.code)
-def test_rule_page_examples(rule: type[Rule]) -> None:
+def test_rule_page_examples(rule: RuleType) -> None:
     blocks = _page_blocks(rule)
     assert "Example" in blocks and "Use instead" in blocks
     assert any(d.code == rule.code for d in check_source(blocks["Example"], select=["ALL"]))

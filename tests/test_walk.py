@@ -32,8 +32,9 @@ from libcst.metadata import (
 )
 
 from amplint.analysis.scopes import build_index
-from amplint.engine.context import FileContext, parent_map, render, syntactic_spans
+from amplint.engine.context import SourceContext, parent_map, render, syntactic_spans
 from amplint.engine.metadata import FastMetadataWrapper
+from amplint.engine.rule import Rule
 from amplint.engine.source import decode
 from amplint.engine.walk import (
     TRIVIA,
@@ -45,7 +46,6 @@ from amplint.engine.walk import (
     walk,
 )
 from amplint.rules import all_rules
-from amplint.rules.base import Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 _EMPTY = cst.Module([])
@@ -226,7 +226,7 @@ def test_children_are_libcst_children() -> None:
 
 def test_file_index_lists_nodes_in_source_order() -> None:
     text = "@wrap(a())\ndef f(x=g()):\n    with h() as y:\n        z = y(k())\nclass C(base()):\n    w = m()\n"
-    context = FileContext("<test>", decode(text.encode()), cst.parse_module(text))
+    context = SourceContext("<test>", decode(text.encode()), cst.parse_module(text))
     index = build_index(context)
     callees = [context.module.code_for_node(call.func) for call in index.calls]
     assert callees == ["wrap", "a", "g", "h", "y", "k", "base", "m"]
@@ -325,7 +325,7 @@ def _check_metadata(module: cst.Module) -> None:
 
 def test_file_context_uses_the_fast_wrapper() -> None:
     text = "import torch\nx = torch.float16\n"
-    context = FileContext("<test>", decode(text.encode()), cst.parse_module(text))
+    context = SourceContext("<test>", decode(text.encode()), cst.parse_module(text))
     assert isinstance(context.wrapper, FastMetadataWrapper)
     assignment = next(node for node in context.parents if isinstance(node, cst.Name) and node.value == "x")
     scope = context.wrapper.resolve(ScopeProvider)[assignment]
@@ -401,7 +401,7 @@ def test_significant_children_leave_out_formatting_only() -> None:
             assert all(isinstance(below, TRIVIA) for below in walk(node))
 
 
-class _RuleBase(Rule):
+class _RuleBase(Rule[SourceContext]):
     """## What it does"""
 
     abstract = True

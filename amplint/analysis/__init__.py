@@ -11,16 +11,23 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from amplint.analysis.autocast import AutocastAnalysis
+    from amplint.analysis.context import RuleContext
     from amplint.analysis.devices import DeviceAnalysis
+    from amplint.analysis.names import NameResolver
     from amplint.analysis.scalers import ScalerAnalysis
     from amplint.analysis.scopes import FileIndex
     from amplint.analysis.training import TrainingAnalysis
-    from amplint.engine.context import FileContext
 
 
 class FileAnalysis:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: RuleContext) -> None:
         self.context = context
+
+    @functools.cached_property
+    def names(self) -> NameResolver:
+        from amplint.analysis.names import NameResolver
+
+        return NameResolver(self.context.wrapper, lambda: self.context.parents)
 
     @functools.cached_property
     def index(self) -> FileIndex:

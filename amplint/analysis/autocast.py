@@ -51,9 +51,9 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from amplint.analysis.compat import parents
+from amplint.analysis.context import RuleContext
 from amplint.analysis.scopes import Scope, enclosing_scope, index_of
 from amplint.analysis.values import bool_value, dtype_values, plain_bindings, string_values
-from amplint.engine.context import FileContext
 
 AUTOCAST_CALLABLES = frozenset(
     {
@@ -173,7 +173,7 @@ _NO_OP = _NoOp()
 
 
 class AutocastAnalysis:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: RuleContext) -> None:
         self.context = context
 
     # -- classification -------------------------------------------------------------------
@@ -193,7 +193,7 @@ class AutocastAnalysis:
             return self._from_bindings(expr, depth)
         if not isinstance(expr, cst.Call):
             return None
-        if self.context.names.resolve(expr.func) in NO_OP_CONTEXTS:
+        if self.context.analysis.names.resolve(expr.func) in NO_OP_CONTEXTS:
             return _NO_OP
         factory = self._factory(expr.func, depth + 1)
         if isinstance(factory, _NoOp):
@@ -203,7 +203,7 @@ class AutocastAnalysis:
         if (
             isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value == "autocast"
-            and self.context.names.resolve(expr.func) is None
+            and self.context.analysis.names.resolve(expr.func) is None
         ):
             return AutocastUse(call=expr, device_types=None, dtypes=None, disabled=False, method=True)
         return None
@@ -212,16 +212,16 @@ class AutocastAnalysis:
         """What calling ``func`` makes: a function from the call to its autocast use."""
         if depth > _MAX_DEPTH:
             return None
-        qualified = self.context.names.resolve(func)
+        qualified = self.context.analysis.names.resolve(func)
         if qualified in AUTOCAST_CALLABLES:
             return _Factory(self, qualified or "", ())
         if qualified in NO_OP_CONTEXTS:
             return _NO_OP
-        if isinstance(func, cst.Call) and self.context.names.resolve(func.func) in PARTIALS:
+        if isinstance(func, cst.Call) and self.context.analysis.names.resolve(func.func) in PARTIALS:
             # functools.partial(torch.autocast, "cuda", dtype=...)
             if not func.args or func.args[0].keyword is not None or func.args[0].star:
                 return None
-            inner = self.context.names.resolve(func.args[0].value)
+            inner = self.context.analysis.names.resolve(func.args[0].value)
             if inner in AUTOCAST_CALLABLES:
                 return _Factory(self, inner or "", tuple(func.args[1:]))
             return None

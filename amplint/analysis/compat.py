@@ -11,15 +11,15 @@ from collections.abc import Callable, Mapping
 
 import libcst as cst
 
-from amplint.engine.context import FileContext
+from amplint.analysis.context import RuleContext
 from amplint.engine.walk import ReadOnlyVisitor
 
 
-def parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
+def parents(context: RuleContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
     return context.parents
 
 
-def ancestors(context: FileContext, node: cst.CSTNode) -> list[cst.CSTNode]:
+def ancestors(context: RuleContext, node: cst.CSTNode) -> list[cst.CSTNode]:
     parent_of = parents(context)
     chain: list[cst.CSTNode] = []
     current = parent_of.get(node)
@@ -44,7 +44,7 @@ class _NameCollector(ReadOnlyVisitor):
 
 
 def subtree_uses(
-    context: FileContext, tree: cst.CSTNode, is_replacement: Callable[[str], bool]
+    context: RuleContext, tree: cst.CSTNode, is_replacement: Callable[[str], bool]
 ) -> bool:
     """Does ``tree`` reference (or import from) anything ``is_replacement`` accepts?"""
     collector = _NameCollector()
@@ -62,14 +62,14 @@ def subtree_uses(
             ):
                 return True
             continue
-        for qualified in context.names.qualified_names(node):
+        for qualified in context.analysis.names.qualified_names(node):
             if is_replacement(qualified.name):
                 return True
     return False
 
 
 def in_compat_fallback(
-    context: FileContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]
+    context: RuleContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]
 ) -> bool:
     child = node
     for ancestor in ancestors(context, node):

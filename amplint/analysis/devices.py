@@ -27,11 +27,11 @@ import libcst as cst
 from libcst.metadata import Assignment, ImportAssignment, Scope, ScopeProvider
 
 from amplint.analysis.compat import parents
+from amplint.analysis.context import RuleContext
 from amplint.analysis.imports import add_import
 from amplint.analysis.names import dotted_name
 from amplint.analysis.values import single_binding
 from amplint.diagnostics import Edit
-from amplint.engine.context import FileContext
 from amplint.engine.walk import ReadOnlyVisitor
 
 # Device types torch knows (``torch.device(...).type``); a string literal among these,
@@ -73,9 +73,9 @@ def _is_device_literal(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _is_cuda_literal_device(context: FileContext, expr: cst.BaseExpression) -> bool:
+def _is_cuda_literal_device(context: RuleContext, expr: cst.BaseExpression) -> bool:
     """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``torch.device("cuda", 0)``."""
-    if isinstance(expr, cst.Call) and context.names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
+    if isinstance(expr, cst.Call) and context.analysis.names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
         expr = expr.args[0].value
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -94,7 +94,7 @@ def _last_name(expr: cst.BaseExpression) -> str | None:
 class _Occurrences(ReadOnlyVisitor):
     """Device-variable occurrences in one scope's own code (nested functions and classes excluded)."""
 
-    def __init__(self, context: FileContext, root: cst.CSTNode) -> None:
+    def __init__(self, context: RuleContext, root: cst.CSTNode) -> None:
         self.context = context
         self.root = root
         self.found: list[DeviceVariable] = []
@@ -116,7 +116,7 @@ class _Occurrences(ReadOnlyVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         # `torch.device` is the constructor, not a variable.
-        if node.attr.value == "device" and self.context.names.resolve(node) is None:
+        if node.attr.value == "device" and self.context.analysis.names.resolve(node) is None:
             text = dotted_name(node)
             if text is not None:
                 kind = "self" if text == "self.device" else "attribute"
@@ -135,7 +135,7 @@ class _Occurrences(ReadOnlyVisitor):
 
 
 class DeviceAnalysis:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: RuleContext) -> None:
         self.context = context
         self._occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = {}
         self._class_cache: dict[cst.ClassDef, bool] = {}
@@ -311,7 +311,7 @@ class DeviceAnalysis:
         if isinstance(expr, cst.Comparison):
             # `torch.cuda.device_count() > rank`: a comparison of an availability probe.
             if any(
-                isinstance(side, cst.Call) and self.context.names.resolve(side.func) in AVAILABILITY_TESTS
+                isinstance(side, cst.Call) and self.context.analysis.names.resolve(side.func) in AVAILABILITY_TESTS
                 for side in (expr.left, *(target.comparator for target in expr.comparisons))
             ):
                 return True
@@ -324,7 +324,7 @@ class DeviceAnalysis:
                 left = target.comparator
             return False
         if isinstance(expr, cst.Call):
-            if self.context.names.resolve(expr.func) in AVAILABILITY_TESTS:
+            if self.context.analysis.names.resolve(expr.func) in AVAILABILITY_TESTS:
                 return True
             return (
                 isinstance(expr.func, cst.Attribute)
@@ -373,7 +373,7 @@ class DeviceAnalysis:
             return side.value if dotted_name(side.value) is not None else None
         if (
             isinstance(side, cst.Call)
-            and self.context.names.resolve(side.func) == "str"
+            and self.context.analysis.names.resolve(side.func) == "str"
             and len(side.args) == 1
             and not side.args[0].keyword
             and not side.args[0].star
@@ -530,7 +530,7 @@ def _leaves(suite: cst.BaseSuite) -> bool:
     return False
 
 
-def runtime_import(context: FileContext) -> list[Edit] | None:
+def runtime_import(context: RuleContext) -> list[Edit] | None:
     """Edits that make ``amplint.runtime`` usable at module level, or None if impossible.
 
     Nothing when ``import amplint.runtime`` is already there; ``import amplint.runtime``

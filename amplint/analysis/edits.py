@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from amplint.analysis.context import RuleContext
 from amplint.diagnostics import Edit
-from amplint.engine.context import FileContext
 
 
-def lines_of(context: FileContext, first: cst.CSTNode, last: cst.CSTNode | None = None) -> tuple[int, int]:
+def lines_of(context: RuleContext, first: cst.CSTNode, last: cst.CSTNode | None = None) -> tuple[int, int]:
     """Offsets of the whole lines from ``first``'s first line to ``last``'s last line."""
     start = context.line_start(context.span(first)[0])
     end_node = last if last is not None else first
@@ -30,13 +30,13 @@ def reindent(text: str, old: str, new: str) -> str | None:
     return "".join(result)
 
 
-def body_indent(context: FileContext, block: cst.BaseSuite) -> str | None:
+def body_indent(context: RuleContext, block: cst.BaseSuite) -> str | None:
     if not isinstance(block, cst.IndentedBlock) or not block.body:
         return None
     return context.indentation(block.body[0])
 
 
-def remove_statement(context: FileContext, statement: cst.BaseStatement, siblings: Sequence[cst.BaseStatement]) -> Edit:
+def remove_statement(context: RuleContext, statement: cst.BaseStatement, siblings: Sequence[cst.BaseStatement]) -> Edit:
     """Delete a statement's lines, or turn it into ``pass`` when it is alone in its block."""
     if len(siblings) == 1 and not isinstance(statement, cst.BaseCompoundStatement):
         assert isinstance(statement, cst.SimpleStatementLine)

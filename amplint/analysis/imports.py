@@ -11,11 +11,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ImportAssignment, Scope, ScopeProvider
 
+from amplint.analysis.context import RuleContext
 from amplint.diagnostics import Edit
-from amplint.engine.context import FileContext
 
 
-def _scopes(context: FileContext) -> dict[cst.CSTNode, Scope | None]:
+def _scopes(context: RuleContext) -> dict[cst.CSTNode, Scope | None]:
     return context.wrapper.resolve(ScopeProvider)  # type: ignore[return-value]
 
 
@@ -35,7 +35,7 @@ def _imports_module(assignment_node: cst.CSTNode, module: str) -> bool:
     return False
 
 
-def module_binding(context: FileContext, module: str, at: cst.CSTNode | None = None) -> str | None:
+def module_binding(context: RuleContext, module: str, at: cst.CSTNode | None = None) -> str | None:
     """The name that denotes top-level package ``module`` at ``at`` (module scope if None).
 
     ``import torch`` and ``import torch.nn`` bind ``torch``; ``import torch as th`` binds
@@ -78,7 +78,7 @@ def _bound_names(tree: cst.Module, module: str) -> set[str]:
     return names
 
 
-def name_is_free(context: FileContext, name: str, at: cst.CSTNode) -> bool:
+def name_is_free(context: RuleContext, name: str, at: cst.CSTNode) -> bool:
     """True when ``name`` is bound nowhere visible from ``at`` (so an import may bind it)."""
     scope = _scopes(context).get(at)
     if scope is None:
@@ -120,7 +120,7 @@ def _plain_import_name(statement: cst.BaseStatement) -> str | None:
     return cst.helpers.get_full_name_for_node(small.names[0].name)
 
 
-def add_import(context: FileContext, statement: str, *, position: str = "sorted") -> Edit:
+def add_import(context: RuleContext, statement: str, *, position: str = "sorted") -> Edit:
     """An edit inserting ``statement`` (``import x``) as a top-level line.
 
     ``sorted`` (for the standard library) puts it among the leading ``import x`` lines in

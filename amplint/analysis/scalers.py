@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from amplint.analysis.context import RuleContext
 from amplint.analysis.names import dotted_name
 from amplint.analysis.scopes import enclosing_scope, index_of
 from amplint.analysis.training import is_scaler_name, is_tensor_backward
 from amplint.analysis.values import single_binding
-from amplint.engine.context import FileContext
 
 GRAD_SCALERS = frozenset(
     f"torch.{namespace}{suffix}"
@@ -35,11 +35,11 @@ class ScalerCall:
 
 
 class ScalerAnalysis:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: RuleContext) -> None:
         self.context = context
 
     def is_construction(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and self.context.names.resolve(node.func) in GRAD_SCALERS
+        return isinstance(node, cst.Call) and self.context.analysis.names.resolve(node.func) in GRAD_SCALERS
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from amplint.engine.context import FileContext
+from amplint.analysis.context import RuleContext
+from amplint.engine.context import SourceContext
 
 Scope = cst.FunctionDef | cst.Module
 
@@ -24,7 +25,7 @@ class FileIndex:
     assigns: list[cst.Assign] = field(default_factory=list)
 
 
-def build_index(context: FileContext) -> FileIndex:
+def build_index(context: SourceContext) -> FileIndex:
     index = FileIndex()
     wanted: dict[type[cst.CSTNode], list[cst.With] | list[cst.Call] | list[cst.FunctionDef] | list[cst.Assign]] = {
         cst.With: index.withs,
@@ -40,17 +41,17 @@ def build_index(context: FileContext) -> FileIndex:
     return index
 
 
-def index_of(context: FileContext) -> FileIndex:
+def index_of(context: RuleContext) -> FileIndex:
     return context.analysis.index
 
 
-def _parent(context: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
+def _parent(context: RuleContext, node: cst.CSTNode) -> cst.CSTNode | None:
     from amplint.analysis.compat import parents
 
     return parents(context).get(node)
 
 
-def enclosing_scope(context: FileContext, node: cst.CSTNode) -> Scope:
+def enclosing_scope(context: RuleContext, node: cst.CSTNode) -> Scope:
     """The function whose body holds ``node`` (lambdas belong to their function), or the module."""
     current = _parent(context, node)
     while current is not None:
@@ -60,12 +61,12 @@ def enclosing_scope(context: FileContext, node: cst.CSTNode) -> Scope:
     return context.module
 
 
-def enclosing_function(context: FileContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+def enclosing_function(context: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
     scope = enclosing_scope(context, node)
     return scope if isinstance(scope, cst.FunctionDef) else None
 
 
-def statement_of(context: FileContext, node: cst.CSTNode) -> cst.BaseStatement | None:
+def statement_of(context: RuleContext, node: cst.CSTNode) -> cst.BaseStatement | None:
     """The statement (a line, or a compound statement) directly containing ``node``."""
     current: cst.CSTNode | None = node
     while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -73,7 +74,7 @@ def statement_of(context: FileContext, node: cst.CSTNode) -> cst.BaseStatement |
     return current
 
 
-def statement_list(context: FileContext, statement: cst.BaseStatement) -> tuple[Sequence[cst.BaseStatement], int] | None:
+def statement_list(context: RuleContext, statement: cst.BaseStatement) -> tuple[Sequence[cst.BaseStatement], int] | None:
     """The list of statements that holds ``statement`` (a block body or the module), and its index."""
     parent = _parent(context, statement)
     body: Sequence[cst.BaseStatement] | None = None
@@ -87,7 +88,7 @@ def statement_list(context: FileContext, statement: cst.BaseStatement) -> tuple[
     return None
 
 
-def ancestors_until_scope(context: FileContext, node: cst.CSTNode) -> list[cst.CSTNode]:
+def ancestors_until_scope(context: RuleContext, node: cst.CSTNode) -> list[cst.CSTNode]:
     """Ancestors of ``node`` up to (excluding) its function or the module."""
     chain: list[cst.CSTNode] = []
     current = _parent(context, node)
@@ -97,7 +98,7 @@ def ancestors_until_scope(context: FileContext, node: cst.CSTNode) -> list[cst.C
     return chain
 
 
-def is_within(context: FileContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+def is_within(context: RuleContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     current: cst.CSTNode | None = node
     while current is not None:
         if current is container:

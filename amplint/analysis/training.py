@@ -29,10 +29,10 @@ import re
 
 import libcst as cst
 
+from amplint.analysis.context import RuleContext
 from amplint.analysis.names import dotted_name, last_name
 from amplint.analysis.scopes import enclosing_scope, index_of
 from amplint.analysis.values import single_binding
-from amplint.engine.context import FileContext
 from amplint.engine.walk import ReadOnlyVisitor
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
@@ -52,10 +52,10 @@ FUNCTIONAL_LOSSES = frozenset(
 )  # fmt: skip
 
 
-def is_tensor_backward(context: FileContext, call: cst.Call) -> bool:
+def is_tensor_backward(context: RuleContext, call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "backward":
         return False
-    if context.names.resolve(call.func) == "torch.autograd.backward":
+    if context.analysis.names.resolve(call.func) == "torch.autograd.backward":
         return True
     # A positional argument means the loss is passed in: accelerator.backward(loss).
     return not any(arg.keyword is None for arg in call.args)
@@ -71,10 +71,10 @@ def is_scaler_name(name: str) -> bool:
     return lowered == "scaler" or lowered.endswith("_scaler") or lowered in ("grad_scaler", "loss_scaler")
 
 
-def is_optimizer_construction(context: FileContext, expr: cst.BaseExpression | None) -> bool:
+def is_optimizer_construction(context: RuleContext, expr: cst.BaseExpression | None) -> bool:
     if not isinstance(expr, cst.Call):
         return False
-    qualified = context.names.resolve(expr.func) or ""
+    qualified = context.analysis.names.resolve(expr.func) or ""
     parts = qualified.split(".")
     # torch.optim.lr_scheduler.StepLR and swa_utils.SWALR step too, but are not optimizers.
     return (
@@ -84,17 +84,17 @@ def is_optimizer_construction(context: FileContext, expr: cst.BaseExpression | N
     )
 
 
-def is_loss_module_construction(context: FileContext, expr: cst.BaseExpression) -> bool:
+def is_loss_module_construction(context: RuleContext, expr: cst.BaseExpression) -> bool:
     if not isinstance(expr, cst.Call):
         return False
-    qualified = context.names.resolve(expr.func) or ""
+    qualified = context.analysis.names.resolve(expr.func) or ""
     return qualified.startswith("torch.nn.") and qualified.endswith("Loss")
 
 
-def is_loss_call(context: FileContext, call: cst.Call) -> bool:
+def is_loss_call(context: RuleContext, call: cst.Call) -> bool:
     """A loss computation: a torch loss function, an ``nn.*Loss`` instance, or a call
     whose own name is ``criterion`` or contains ``loss`` (``losses.update`` is not)."""
-    qualified = context.names.resolve(call.func) or ""
+    qualified = context.analysis.names.resolve(call.func) or ""
     if qualified.startswith("torch.nn.functional.") and qualified.split(".")[-1] in FUNCTIONAL_LOSSES:
         return True
     if isinstance(call.func, cst.Name):
@@ -145,7 +145,7 @@ class _Statements(ReadOnlyVisitor):
 
 
 class TrainingAnalysis:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: RuleContext) -> None:
         self.context = context
         self._statements: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
 
@@ -241,7 +241,7 @@ class TrainingAnalysis:
         while current is not None:
             if isinstance(current, cst.With) and child is current.body:
                 for item in current.items:
-                    if isinstance(item.item, cst.Call) and self.context.names.resolve(item.item.func) in NO_GRAD:
+                    if isinstance(item.item, cst.Call) and self.context.analysis.names.resolve(item.item.func) in NO_GRAD:
                         return True
             if isinstance(current, cst.FunctionDef):
                 if EVALUATION_NAME.search(current.name.value):
@@ -249,7 +249,7 @@ class TrainingAnalysis:
                 for decorator in current.decorators:
                     target = decorator.decorator
                     target = target.func if isinstance(target, cst.Call) else target
-                    if self.context.names.resolve(target) in NO_GRAD:
+                    if self.context.analysis.names.resolve(target) in NO_GRAD:
                         return True
             child, current = current, parent_of.get(current)
         return False

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import Assignment, Scope, ScopeProvider
 
-from amplint.engine.context import FileContext
+from amplint.analysis.context import RuleContext
 from amplint.engine.walk import ReadOnlyVisitor
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
@@ -32,15 +32,15 @@ DTYPE_STRINGS = {"float16": "float16", "fp16": "float16", "half": "float16", "bf
 _MAX_DEPTH = 8
 
 
-def _scopes(context: FileContext) -> Mapping[cst.CSTNode, Scope | None]:
+def _scopes(context: RuleContext) -> Mapping[cst.CSTNode, Scope | None]:
     return context.wrapper.resolve(ScopeProvider)
 
 
-def _parents(context: FileContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
+def _parents(context: RuleContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
     return context.parents
 
 
-def assigned_values(context: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
+def assigned_values(context: RuleContext, name: cst.Name) -> list[cst.BaseExpression]:
     """Every value ``name`` is bound to by assignment in its scope (others skipped).
 
     For tuple unpacking the value is the whole right-hand side.
@@ -62,7 +62,7 @@ def assigned_values(context: FileContext, name: cst.Name) -> list[cst.BaseExpres
     return values
 
 
-def single_binding(context: FileContext, name: cst.Name) -> cst.BaseExpression | None:
+def single_binding(context: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
     """The value ``name`` was bound to, if it has exactly one binding, by plain assignment."""
     scope = _scopes(context).get(name)
     if scope is None:
@@ -81,7 +81,7 @@ def single_binding(context: FileContext, name: cst.Name) -> cst.BaseExpression |
     return None
 
 
-def plain_bindings(context: FileContext, name: cst.Name) -> list[cst.BaseExpression] | None:
+def plain_bindings(context: RuleContext, name: cst.Name) -> list[cst.BaseExpression] | None:
     """Every value ``name`` is bound to in its scope, when each binding is a plain
     ``name = value`` (one target) or ``name: T = value``; None when any is something else
     (an import, a loop target, tuple unpacking, ``+=``, a parameter, a ``def``)."""
@@ -106,7 +106,7 @@ def plain_bindings(context: FileContext, name: cst.Name) -> list[cst.BaseExpress
     return values or None
 
 
-def string_values(context: FileContext, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
+def string_values(context: RuleContext, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
     """The possible string values of ``node``, or None when not statically known."""
     if depth > _MAX_DEPTH:
         return None
@@ -140,11 +140,11 @@ def string_values(context: FileContext, node: cst.BaseExpression, depth: int = 0
     return None
 
 
-def dtype_values(context: FileContext, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
+def dtype_values(context: RuleContext, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
     """The possible dtypes of ``node`` (canonical names like ``float16``), or None."""
     if depth > _MAX_DEPTH:
         return None
-    qualified = context.names.resolve(node)
+    qualified = context.analysis.names.resolve(node)
     if qualified is not None and qualified.startswith("torch."):
         alias = DTYPE_ALIASES.get(qualified.removeprefix("torch."))
         return frozenset({alias}) if alias else None
@@ -182,7 +182,7 @@ def dtype_values(context: FileContext, node: cst.BaseExpression, depth: int = 0)
         and isinstance(node.func, cst.Name)
         and node.func.value == "getattr"
         and len(node.args) == 2
-        and context.names.resolve(node.args[0].value) == "torch"
+        and context.analysis.names.resolve(node.args[0].value) == "torch"
     ):
         # getattr(torch, "bfloat16")
         names = string_values(context, node.args[1].value, depth + 1)
@@ -191,7 +191,7 @@ def dtype_values(context: FileContext, node: cst.BaseExpression, depth: int = 0)
     return None
 
 
-def _dict_lookup_keys(context: FileContext, node: cst.Subscript) -> frozenset[str] | None:
+def _dict_lookup_keys(context: RuleContext, node: cst.Subscript) -> frozenset[str] | None:
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     return string_values(context, node.slice[0].slice.value)

@@ -44,6 +44,7 @@ from typing import Any
 import amplint
 from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from amplint.engine.config import Settings
+from amplint.engine.rule import RuleType
 
 FORMAT = 1
 STALE_AFTER = 30 * 24 * 3600
@@ -84,7 +85,7 @@ def _libcst_version() -> str:
         return "unknown"
 
 
-def bucket_key(settings: Settings) -> str:
+def bucket_key(settings: Settings, registry: Sequence[RuleType]) -> str:
     """What every entry in one bucket has in common, hashed."""
     facts = {
         "format": FORMAT,
@@ -92,7 +93,7 @@ def bucket_key(settings: Settings) -> str:
         "package": _package_fingerprint(),
         "libcst": _libcst_version(),
         "python": list(sys.version_info[:2]),
-        "settings": settings.fingerprint(),
+        "settings": settings.fingerprint(registry),
         "project_root": os.path.abspath(settings.project_root),
         "max_file_size": settings.max_file_size,
     }
@@ -187,9 +188,9 @@ def diagnostic_from_json(value: Any, path: str) -> Diagnostic:
 class ResultsCache:
     """Check results per file, valid for one amplint build and one set of settings."""
 
-    def __init__(self, directory: str | os.PathLike[str], settings: Settings) -> None:
+    def __init__(self, directory: str | os.PathLike[str], settings: Settings, registry: Sequence[RuleType]) -> None:
         self.directory = Path(directory)
-        self.bucket = self.directory / f"{_PREFIX}{bucket_key(settings)}"
+        self.bucket = self.directory / f"{_PREFIX}{bucket_key(settings, registry)}"
         self._ready: bool | None = None  # None: the bucket has not been prepared yet
 
     @staticmethod

@@ -19,8 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from amplint.rules import all_rules
-from amplint.rules.base import Rule
+from amplint.engine.rule import RuleType
 
 CONFIG_FILES = ("amplint.toml", ".amplint.toml", "pyproject.toml")
 DEFAULT_EXCLUDE = (
@@ -55,17 +54,18 @@ class Settings:
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{key: value for key, value in overrides.items() if value is not None})
 
-    def enabled_rules(self) -> tuple[type[Rule], ...]:
-        return select_rules(all_rules(), self.select, self.extend_select, self.ignore)
+    def enabled_rules(self, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
+        """The rules of ``registry`` these settings select."""
+        return select_rules(registry, self.select, self.extend_select, self.ignore)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, registry: Sequence[RuleType]) -> str:
         """What cached results depend on, as a stable string."""
-        codes = ",".join(rule.code for rule in self.enabled_rules())
+        codes = ",".join(rule.code for rule in self.enabled_rules(registry))
         pfi = sorted((pattern, tuple(sorted(codes))) for pattern, codes in self.per_file_ignores.items())
         return f"rules={codes};pfi={pfi}"
 
 
-def _specificity(selector: str, rule: type[Rule]) -> int:
+def _specificity(selector: str, rule: RuleType) -> int:
     selector = selector.strip().upper()
     if not selector:
         return -1  # "" would otherwise be a prefix of every code
@@ -78,20 +78,19 @@ def _specificity(selector: str, rule: type[Rule]) -> int:
     return -1
 
 
-def validate_selectors(selectors: Iterable[str]) -> None:
-    rules = all_rules()
+def validate_selectors(selectors: Iterable[str], registry: Sequence[RuleType]) -> None:
     for selector in selectors:
-        if not any(_specificity(selector, rule) >= 0 for rule in rules):
+        if not any(_specificity(selector, rule) >= 0 for rule in registry):
             raise ConfigError(f"unknown rule selector: {selector!r}")
 
 
 def select_rules(
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleType],
     select: Sequence[str] | None,
     extend_select: Sequence[str],
     ignore: Sequence[str],
-) -> tuple[type[Rule], ...]:
-    chosen: list[type[Rule]] = []
+) -> tuple[RuleType, ...]:
+    chosen: list[RuleType] = []
     for rule in rules:
         positive = max((_specificity(s, rule) for s in (*(select or ()), *extend_select)), default=-1)
         negative = max((_specificity(s, rule) for s in ignore), default=-1)
@@ -140,7 +139,7 @@ def _strings(value: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_config(path: Path) -> Settings:
+def load_config(path: Path, registry: Sequence[RuleType]) -> Settings:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -180,16 +179,16 @@ def load_config(path: Path) -> Settings:
         values["max_file_size"] = table["max-file-size"]
     settings = replace(settings, **values)
     try:
-        validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore))
+        validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore), registry)
         for codes in settings.per_file_ignores.values():
-            validate_selectors(codes)
+            validate_selectors(codes, registry)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
     return settings
 
 
-def resolve_settings(start: Path, explicit_config: Path | None = None) -> Settings:
+def resolve_settings(start: Path, registry: Sequence[RuleType], explicit_config: Path | None = None) -> Settings:
     if explicit_config is not None:
-        return load_config(explicit_config)
+        return load_config(explicit_config, registry)
     found = find_config(start)
-    return load_config(found) if found else Settings(project_root=str(Path.cwd()))
+    return load_config(found, registry) if found else Settings(project_root=str(Path.cwd()))

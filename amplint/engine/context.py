@@ -1,4 +1,9 @@
-"""Everything a rule may ask about the file under analysis, computed once per file."""
+"""The engine's view of one file under analysis: its text, tree, spans, parents, metadata
+and the edits fixes are made of, each computed once per file, on first use.
+
+The analysis layer builds on this (``amplint.analysis.context.RuleContext`` adds the
+shared AMP facts); the engine itself never needs more than this class.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +11,19 @@ import bisect
 import contextlib
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from amplint.diagnostics import Edit, Location
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.source import SourceFile, line_starts
 from amplint.engine.walk import significant_children
 
-if TYPE_CHECKING:
-    from amplint.analysis import FileAnalysis
-    from amplint.analysis.names import NameResolver
 
-
-class FileContext:
+class SourceContext:
     def __init__(self, path: str, source: SourceFile, module: cst.Module) -> None:
         self.path = path
         self.source = source
@@ -36,17 +37,11 @@ class FileContext:
         """Every node's parent (libcst's ParentNodeProvider, formatting nodes left out)."""
         return parent_map(self.module)
 
-    @functools.cached_property
-    def names(self) -> NameResolver:
-        from amplint.analysis.names import NameResolver
-
-        return NameResolver(self.wrapper, lambda: self.parents)
-
-    @functools.cached_property
-    def analysis(self) -> FileAnalysis:
-        from amplint.analysis import FileAnalysis
-
-        return FileAnalysis(self)
+    def metadata(self, provider: Any) -> Mapping[cst.CSTNode, Any]:
+        """A libcst metadata provider's results for every node, computed on first use."""
+        if provider is ParentNodeProvider:
+            return self.parents
+        return self.wrapper.resolve(provider)
 
     @functools.cached_property
     def _noqa(self) -> dict[int, frozenset[str]]:

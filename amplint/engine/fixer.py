@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from amplint.diagnostics import Diagnostic, Edit, Fix
-from amplint.engine.linter import LintResult, cpython_compiles, lint_source, run_deep
+from amplint.engine.deep import run_deep
+from amplint.engine.linter import LintResult, lint_source
+from amplint.engine.parse import cpython_compiles
+from amplint.engine.rule import RuleType
 from amplint.engine.source import SourceFile
-from amplint.rules.base import Rule
 
 MAX_PASSES = 16
 
@@ -147,7 +149,7 @@ def _key(diagnostic: Diagnostic, text: str) -> tuple[str, str, tuple[tuple[str, 
 def fix_source(
     path: str,
     source: SourceFile,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleType],
     *,
     allow: Callable[[Diagnostic], bool],
     max_passes: int = MAX_PASSES,
@@ -159,7 +161,7 @@ def fix_source(
 def _fix_source(
     path: str,
     source: SourceFile,
-    rules: Sequence[type[Rule]],
+    rules: Sequence[RuleType],
     allow: Callable[[Diagnostic], bool],
     max_passes: int,
 ) -> FixOutcome:

@@ -6,6 +6,9 @@ import io
 import re
 import tokenize
 
+from amplint.diagnostics import Diagnostic
+from amplint.engine.rule import INTERNAL_ERROR
+
 _NOQA = re.compile(
     r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
     re.IGNORECASE,
@@ -56,3 +59,15 @@ def noqa_lines(text: str) -> dict[int, frozenset[str]]:
 def is_suppressed(code: str, row: int, table: dict[int, frozenset[str]]) -> bool:
     codes = table.get(row)
     return codes is not None and (codes is ALL or code in codes)
+
+
+def apply_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
+    """The diagnostics no ``# noqa`` silences; internal errors are never silenced."""
+    if not any(diagnostic.code != INTERNAL_ERROR for diagnostic in diagnostics):
+        return diagnostics
+    table = noqa_lines(text)
+    return [
+        diagnostic
+        for diagnostic in diagnostics
+        if diagnostic.code == INTERNAL_ERROR or not is_suppressed(diagnostic.code, diagnostic.location.row, table)
+    ]

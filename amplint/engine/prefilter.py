@@ -23,11 +23,11 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
-from amplint.rules.base import Rule
+from amplint.engine.rule import RuleType
 
 
 @functools.lru_cache(maxsize=256)
-def _clauses(rule: type[Rule]) -> tuple[tuple[str, ...], ...]:
+def _clauses(rule: RuleType) -> tuple[tuple[str, ...], ...]:
     """The rule's conditions: each is a set of words (sorted), one of which must occur."""
     extra: Iterable[Iterable[str]] = getattr(rule, "requires", ())
     # Sorted so that the outcome's cost does not depend on set iteration order.
@@ -99,16 +99,16 @@ def _occurs(word: str, text: str) -> bool:
     return False
 
 
-def trigger_words(rules: Sequence[type[Rule]]) -> frozenset[str]:
+def trigger_words(rules: Sequence[RuleType]) -> frozenset[str]:
     """Every word any condition of ``rules`` mentions."""
     return frozenset(word for rule in rules for clause in _clauses(rule) for word in clause)
 
 
-def may_trigger(text: str, rules: Sequence[type[Rule]]) -> bool:
+def may_trigger(text: str, rules: Sequence[RuleType]) -> bool:
     return bool(rules_for(text, rules))
 
 
-def rules_for(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+def rules_for(text: str, rules: Sequence[RuleType]) -> list[RuleType]:
     """The subset of ``rules`` (order kept) whose conditions all hold in ``text``."""
     found: dict[str, bool] = {}
 
@@ -117,7 +117,7 @@ def rules_for(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
             found[word] = _occurs(word, text)
         return found[word]
 
-    kept: list[type[Rule]] = []
+    kept: list[RuleType] = []
     for rule in rules:
         if all(clause and any(occurs(word) for word in clause) for clause in _clauses(rule)):
             kept.append(rule)

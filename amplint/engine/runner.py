@@ -30,10 +30,11 @@ from amplint.diagnostics import Applicability, Diagnostic, Location
 from amplint.engine.cache import ResultsCache, digest
 from amplint.engine.config import Settings, select_rules
 from amplint.engine.fixer import FixFailure, fix_source
-from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR, file_diagnostic, lint_source
+from amplint.engine.linter import lint_source
+from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
+from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.source import SourceError, decode
-from amplint.rules.base import Rule
 
 
 class Mode(str, Enum):
@@ -45,6 +46,8 @@ class Mode(str, Enum):
 class Job:
     mode: Mode
     settings: Settings
+    # Every rule there is (the engine knows none by name); settings choose among them.
+    registry: tuple[RuleType, ...]
     unsafe_fixes: bool = False
 
 
@@ -80,8 +83,8 @@ class FileReport:
         )
 
 
-def rules_for_path(path: str, settings: Settings) -> tuple[type[Rule], ...]:
-    rules = settings.enabled_rules()
+def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
+    rules = settings.enabled_rules(registry)
     if not settings.per_file_ignores:
         return rules
     ignored: list[str] = []
@@ -118,7 +121,7 @@ def _allowed(unsafe: bool) -> Callable[[Diagnostic], bool]:
 def process_source(path: str, data: bytes, job: Job) -> FileReport:
     """Everything for one file except writing it; pure, so it runs in any process."""
     report = FileReport(path=path, original=data)
-    rules = rules_for_path(path, job.settings)
+    rules = rules_for_path(path, job.settings, job.registry)
     if len(data) > job.settings.max_file_size:
         report.diagnostics.append(
             file_diagnostic(
@@ -159,7 +162,7 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     return _filter_codes(report, rules)
 
 
-def _filter_codes(report: FileReport, rules: Sequence[type[Rule]]) -> FileReport:
+def _filter_codes(report: FileReport, rules: Sequence[RuleType]) -> FileReport:
     enabled = {rule.code for rule in rules} | {INTERNAL_ERROR}
     report.diagnostics = [d for d in report.diagnostics if d.code in enabled]
     return report
@@ -172,7 +175,7 @@ def process_path(path: str, job: Job) -> FileReport:
         reason = error.strerror or type(error).__name__
         report = FileReport(path=path)
         report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, f"cannot read: {reason}"))
-        return _filter_codes(report, rules_for_path(path, job.settings))
+        return _filter_codes(report, rules_for_path(path, job.settings, job.registry))
     return process_source(path, data, job)
 
 
@@ -299,7 +302,7 @@ def run(paths: Sequence[str], job: Job, *, jobs: int | None = None, cache_dir: s
     if cache_dir is None:
         yield from run_files(paths, job, jobs)
         return
-    cache = ResultsCache(cache_dir, job.settings)
+    cache = ResultsCache(cache_dir, job.settings, job.registry)
     allow = _allowed(job.unsafe_fixes or job.settings.unsafe_fixes)
     # First pass: which files are hits. Only their digests and diagnostics are kept, so
     # memory does not grow with the size of the tree.

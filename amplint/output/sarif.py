@@ -17,17 +17,17 @@ from collections.abc import Sequence
 from amplint import __version__
 from amplint.diagnostics import Diagnostic
 from amplint.docs import render_rule_page, rule_url
+from amplint.engine.rule import RuleType
 from amplint.output.model import Sourced
 from amplint.output.paths import annotation_root, file_uri, relative_uri
 from amplint.rules import all_rules
-from amplint.rules.base import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/amplint/amplint"
 SRCROOT = "%SRCROOT%"
 
 
-def _section(rule: type[Rule], title: str) -> str:
+def _section(rule: RuleType, title: str) -> str:
     page = inspect.cleandoc(rule.__doc__ or "")
     match = re.search(
         rf"^## {re.escape(title)}\s*\n(.*?)(?=^## |\Z)", page, re.DOTALL | re.MULTILINE
@@ -38,7 +38,7 @@ def _section(rule: type[Rule], title: str) -> str:
     return " ".join(first_paragraph.split())
 
 
-def rule_descriptor(rule: type[Rule]) -> dict[str, object]:
+def rule_descriptor(rule: RuleType) -> dict[str, object]:
     page = render_rule_page(rule)
     return {
         "id": rule.code,

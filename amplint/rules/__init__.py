@@ -1,19 +1,20 @@
-"""The rule registry: every ``Rule`` subclass defined in a module of this package."""
+"""The rule registry: the engine's two codes and every rule defined in this package."""
 
 from __future__ import annotations
 
 import functools
 import importlib
 import pkgutil
+from typing import Any
 
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.engine.rule import ENGINE_RULES, FixAvailability, Invalid, Rule, RuleType
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "all_rules", "rule_by_code"]
 
 
 @functools.cache
-def all_rules() -> tuple[type[Rule], ...]:
-    found: dict[str, type[Rule]] = {}
+def all_rules() -> tuple[RuleType, ...]:
+    found: dict[str, RuleType] = {rule.code: rule for rule in ENGINE_RULES}
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module_info.name == "base" or module_info.name.startswith("_"):
             continue
@@ -28,7 +29,7 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(found[code] for code in sorted(found))
 
 
-def rule_by_code(code: str) -> type[Rule] | None:
+def rule_by_code(code: str) -> type[Rule[Any]] | None:
     for rule in all_rules():
         if rule.code == code.upper() or rule.name == code:
             return rule

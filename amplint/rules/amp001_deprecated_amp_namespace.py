@@ -10,7 +10,7 @@ from libcst.metadata import ImportAssignment, ScopeProvider
 from amplint.analysis.compat import in_compat_fallback
 from amplint.analysis.imports import add_import, module_binding, name_is_free
 from amplint.diagnostics import Applicability, Edit
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 NAMESPACES = ("torch.cuda.amp", "torch.cpu.amp")
 # Submodules referenced as modules, and members PyTorch does not deprecate.
@@ -99,7 +99,7 @@ class Plan:
     isolation: str | None = None
 
 
-class DeprecatedAmpNamespace(Rule):
+class DeprecatedAmpNamespace(AnalysisRule):
     """## What it does
     Flags every use of the `torch.cuda.amp` and `torch.cpu.amp` APIs that PyTorch 2.4
     deprecated: `autocast`, `GradScaler`, `custom_fwd` and `custom_bwd` — called, used
@@ -555,7 +555,7 @@ class DeprecatedAmpNamespace(Rule):
             if isinstance(parent, cst.Assign)
             else [parent.target]
         )
-        scope = self.get_metadata(ScopeProvider, parent, None)
+        scope = self.context.metadata(ScopeProvider).get(parent)
         for target in targets:
             if not isinstance(target, cst.Name):
                 return True  # an attribute or tuple target escapes this analysis
@@ -798,7 +798,7 @@ class DeprecatedAmpNamespace(Rule):
             return
         listed = ", ".join(f"`{module}.{alias.evaluated_name}`" for alias in deprecated)
         message = f"{listed} {'is' if len(deprecated) == 1 else 'are'} deprecated; use `torch.amp`"
-        scope = self.get_metadata(ScopeProvider, node, None)
+        scope = self.context.metadata(ScopeProvider).get(node)
         removable: list[str] = []
         for alias in deprecated:
             local = _bound_name(alias)

@@ -4,7 +4,7 @@ import libcst as cst
 
 from amplint.analysis.compat import in_compat_fallback
 from amplint.diagnostics import Applicability
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 # Deprecated function → (replacement, device type argument to prepend).
 DEPRECATED_STATE_FUNCTIONS: dict[str, tuple[str, str]] = {
@@ -27,7 +27,7 @@ def is_state_replacement(name: str) -> bool:
     return name in REPLACEMENTS
 
 
-class DeprecatedAutocastState(Rule):
+class DeprecatedAutocastState(AnalysisRule):
     """## What it does
     Flags calls of the device-specific autocast state functions that PyTorch 2.4
     deprecated: `torch.get_autocast_gpu_dtype()`, `torch.get_autocast_cpu_dtype()`,

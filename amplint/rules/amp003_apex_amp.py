@@ -12,7 +12,7 @@ from amplint.analysis.names import dotted_name
 from amplint.analysis.scopes import enclosing_scope, statement_list
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.engine.walk import ReadOnlyVisitor
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 RECIPE = (
     'native AMP: `scaler = torch.amp.GradScaler("cuda")`, forward pass and loss under '
@@ -97,7 +97,7 @@ def _is_apex_amp_module(name: str | None) -> bool:
     return name is not None and (name == "apex.amp" or name.startswith("apex.amp."))
 
 
-class ApexAmp(Rule):
+class ApexAmp(AnalysisRule):
     """## What it does
     Flags every use of NVIDIA apex's `apex.amp`: `from apex import amp`,
     `import apex.amp [as x]`, `from apex.amp import ...`, and uses of its members

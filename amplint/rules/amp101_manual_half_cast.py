@@ -10,7 +10,7 @@ from amplint.analysis.names import dotted_name
 from amplint.analysis.scopes import index_of, statement_list
 from amplint.analysis.values import LOW_PRECISION, assigned_values, dtype_values
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 HALF_TENSOR_TYPES = frozenset(
     {"torch.HalfTensor", "torch.cuda.HalfTensor", "torch.BFloat16Tensor", "torch.cuda.BFloat16Tensor"}
@@ -30,7 +30,7 @@ QUANTIZED_BASE = re.compile(r"\b(load_in_8bit|load_in_4bit|BitsAndBytesConfig|pr
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
-class ManualHalfCast(Rule):
+class ManualHalfCast(AnalysisRule):
     """## What it does
     Flags manual casts to a low-precision dtype — `.half()`, `.bfloat16()`,
     `.to(torch.float16 | torch.half | torch.bfloat16)` (positional, after a device, or

@@ -8,7 +8,7 @@ from amplint.analysis.scopes import enclosing_scope, statement_list
 from amplint.analysis.training import is_loss_call
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 
 class _Bound(ReadOnlyVisitor):
@@ -57,7 +57,7 @@ class _Calls(ReadOnlyVisitor):
         return False
 
 
-class LossOutsideAutocast(Rule):
+class LossOutsideAutocast(AnalysisRule):
     """## What it does
     Flags a loss computation that takes a value computed inside an autocast block but
     runs after the block, in a function that then calls a tensor `.backward()`. A loss

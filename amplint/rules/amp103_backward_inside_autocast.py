@@ -6,10 +6,10 @@ from amplint.analysis.edits import lines_of, reindent
 from amplint.analysis.scopes import statement_of
 from amplint.analysis.training import is_tensor_backward
 from amplint.diagnostics import Applicability
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 
-class BackwardInsideAutocast(Rule):
+class BackwardInsideAutocast(AnalysisRule):
     """## What it does
     Flags a tensor backward — `<expr>.backward()` with no positional argument,
     including `scaler.scale(loss).backward()`, or `torch.autograd.backward(...)` —

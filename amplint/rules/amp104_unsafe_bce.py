@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 BCE_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy"})
 BCE_MODULES = frozenset({"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"})
@@ -12,7 +12,7 @@ SIGMOIDS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.spe
 TOLERANT_DEVICES = frozenset({"cpu", "mps"})
 
 
-class UnsafeBce(Rule):
+class UnsafeBce(AnalysisRule):
     """## What it does
     Flags `torch.nn.functional.binary_cross_entropy`, `torch.binary_cross_entropy` and
     `nn.BCELoss(...)` in a file that uses autocast on a device that is not known to be

@@ -4,7 +4,7 @@ import libcst as cst
 
 from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.scopes import enclosing_scope
-from amplint.rules.base import Invalid, Rule
+from amplint.rules.base import AnalysisRule, Invalid
 
 
 def may_be_float16(use: AutocastUse) -> bool:
@@ -16,7 +16,7 @@ def may_be_float16(use: AutocastUse) -> bool:
     return isinstance(use.device_expr, cst.SimpleString) and use.device_expr.evaluated_value == "cuda"
 
 
-class Fp16WithoutScaler(Rule):
+class Fp16WithoutScaler(AnalysisRule):
     """## What it does
     Flags an autocast block that may run in float16 — a float16 dtype (or a set of
     possible dtypes that includes it), or no dtype with the device type literally

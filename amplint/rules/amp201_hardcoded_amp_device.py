@@ -7,7 +7,7 @@ from amplint.analysis.devices import runtime_import
 from amplint.analysis.names import dotted_name
 from amplint.analysis.values import bool_value
 from amplint.diagnostics import Applicability, Edit, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 AUTOCASTS = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
 GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"})
@@ -43,7 +43,7 @@ def _literal(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-class HardcodedAmpDevice(Rule):
+class HardcodedAmpDevice(AnalysisRule):
     """## What it does
     Flags AMP code that only works on CUDA although the program is written for any device:
 

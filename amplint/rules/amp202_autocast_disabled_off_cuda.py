@@ -6,12 +6,12 @@ from amplint.analysis.autocast import NEW_ORDER, OLD_ORDER, AutocastUse, call_ar
 from amplint.analysis.devices import runtime_import
 from amplint.analysis.imports import module_binding
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 NULLCONTEXT = "contextlib.nullcontext"
 
 
-class AutocastDisabledOffCuda(Rule):
+class AutocastDisabledOffCuda(AnalysisRule):
     """## What it does
     Flags, in files that train (a tensor `.backward()` or an optimizer step), the idiom
     `nullcontext() if <device-type test> else <autocast>` and its mirror

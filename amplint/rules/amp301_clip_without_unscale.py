@@ -4,7 +4,7 @@ import libcst as cst
 
 from amplint.analysis.scopes import enclosing_scope, statement_of
 from amplint.diagnostics import Applicability
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 CLIP_FUNCTIONS = frozenset(
     f"torch.nn.utils{module}.{name}"
@@ -13,7 +13,7 @@ CLIP_FUNCTIONS = frozenset(
 )
 
 
-class ClipWithoutUnscale(Rule):
+class ClipWithoutUnscale(AnalysisRule):
     """## What it does
     Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called after a scaled
     backward (`scaler.scale(loss).backward()`) and before `scaler.step(optimizer)` in the

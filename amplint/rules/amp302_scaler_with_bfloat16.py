@@ -7,14 +7,14 @@ from amplint.analysis.imports import module_binding
 from amplint.analysis.scopes import enclosing_scope
 from amplint.analysis.values import bool_value, mentions
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
 NEW_ORDER = ("device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 OLD_ORDER = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 
 
-class ScalerWithBfloat16(Rule):
+class ScalerWithBfloat16(AnalysisRule):
     """## What it does
     Flags a `GradScaler` construction (any spelling) whose `enabled=` is absent, `True`,
     or not conditioned on float16, in a function (or module-level script) whose autocast

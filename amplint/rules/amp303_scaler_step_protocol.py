@@ -10,13 +10,13 @@ from amplint.analysis.scopes import enclosing_scope, statement_list, statement_o
 from amplint.analysis.training import is_optimizer_construction, is_optimizer_name
 from amplint.analysis.values import assigned_values
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import FixAvailability, Invalid, Rule
+from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 AMP_FLAG = re.compile(r"scaler|amp|fp16|half|mixed|precision", re.IGNORECASE)
 WRAPPERS = re.compile(r"prepare|wrap|initialize|deepspeed|fairseq|build_optimizer", re.IGNORECASE)
 
 
-class ScalerStepProtocol(Rule):
+class ScalerStepProtocol(AnalysisRule):
     """## What it does
     Flags three breaks of the GradScaler protocol (scale → backward → [unscale_] → step →
     update):
