@@ -1,6 +1,7 @@
 """Apply fixes as text edits, pass after pass, until the source stops changing.
 
-Each pass lints, keeps the fixes the user allowed, and applies every group of fixes
+Each pass lints the current text afresh, with the pre-filter recomputed on it (a fix may
+introduce text another rule reacts to, such as a ``"cuda"`` argument), keeps the fixes the user allowed, and applies every group of fixes
 whose edits do not overlap edits already taken (identical edits, such as the same
 ``import torch`` line from several fixes, are applied once). Overlapping fixes wait for
 the next pass, which lints the new text afresh. A pass whose result does not parse (or
@@ -22,6 +23,7 @@ from amplint.diagnostics import Diagnostic, Edit, Fix
 from amplint.engine.deep import run_deep
 from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import cpython_compiles
+from amplint.engine.prefilter import rules_for
 from amplint.engine.rule import RuleType
 from amplint.engine.source import SourceFile
 
@@ -146,6 +148,12 @@ def _key(diagnostic: Diagnostic, text: str) -> tuple[str, str, tuple[tuple[str, 
     return diagnostic.code, _fix(diagnostic).message, edits
 
 
+def _lint_pass(path: str, source: SourceFile, rules: Sequence[RuleType]) -> LintResult:
+    """Lint ``source`` with the rules whose trigger words its current text contains."""
+    active = rules_for(source.text, rules)
+    return lint_source(path, source, active) if active else LintResult()
+
+
 def fix_source(
     path: str,
     source: SourceFile,
@@ -154,7 +162,11 @@ def fix_source(
     allow: Callable[[Diagnostic], bool],
     max_passes: int = MAX_PASSES,
 ) -> FixOutcome:
-    """Fix ``source`` with every allowed fix; ``allow`` decides per diagnostic."""
+    """Fix ``source`` with every allowed fix; ``allow`` decides per diagnostic.
+
+    ``rules`` are all the rules enabled for the file, before the pre-filter: each pass
+    chooses among them by the text it lints.
+    """
     return run_deep(_fix_source, path, source, rules, allow, max_passes)
 
 
@@ -170,7 +182,7 @@ def _fix_source(
     current = source
     check_ast: bool | None = None
     for _ in range(max_passes):
-        result = lint_source(path, current, rules)
+        result = _lint_pass(path, current, rules)
         outcome.remaining = result
         if check_ast is None:
             check_ast = result.compiles
@@ -206,7 +218,7 @@ def _fix_source(
                 outcome.applied[diagnostic.code] = outcome.applied.get(diagnostic.code, 0) + 1
         current = current.with_text(new_text)
         outcome.text = new_text
-    outcome.remaining = lint_source(path, current, rules)
+    outcome.remaining = _lint_pass(path, current, rules)
     leftover = [d for d in outcome.remaining.diagnostics if d.fix is not None and allow(d) and _key(d, current.text) not in rejected]
     outcome.converged = not leftover
     if leftover:

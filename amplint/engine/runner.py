@@ -147,7 +147,7 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
         report.diagnostics = result.diagnostics
         report.warnings = [result.skipped] if result.skipped else []
         return _filter_codes(report, rules)
-    outcome = fix_source(path, source, active, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes))
+    outcome = fix_source(path, source, rules, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes))
     report.diagnostics = outcome.remaining.diagnostics
     report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []
     report.fixes_applied = outcome.applied
