@@ -7,8 +7,9 @@ import textwrap
 import libcst as cst
 import pytest
 
-from amplint.analysis.autocast import DEFAULT_DTYPE, AutocastBlock
+from amplint.analysis.autocast import AutocastBlock
 from amplint.analysis.context import RuleContext
+from amplint.analysis.torch_api import DEFAULT_DTYPE
 from amplint.engine.source import decode
 
 
@@ -305,7 +306,7 @@ def test_blocks_per_scope() -> None:
     )
     autocast = context.analysis.autocast
     module = context.module
-    functions = {f.name.value: f for f in context.analysis.index.functions}
+    functions = {f.name.value: f for f in context.analysis.tree.index.functions}
     assert [b.use.device_types for b in autocast.blocks_in(module)] == [_set("cpu")]
     assert [b.use.dtypes for b in autocast.blocks_in(functions["train"])] == [_set("float16")]
     assert [b.use.dtypes for b in autocast.blocks_in(functions["inner"])] == [_set("bfloat16")]

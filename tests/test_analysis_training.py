@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from amplint.analysis.context import RuleContext
-from amplint.analysis.training import is_accumulation_test, is_loss_call
+from amplint.analysis.training import is_accumulation_test
 from amplint.engine.source import decode
 
 
@@ -22,7 +22,7 @@ def _code(context: RuleContext, nodes: list[cst.Call] | list[cst.BaseStatement])
 
 
 def _function(context: RuleContext, name: str) -> cst.FunctionDef:
-    (function,) = [f for f in context.analysis.index.functions if f.name.value == name]
+    (function,) = [f for f in context.analysis.tree.index.functions if f.name.value == name]
     return function
 
 
@@ -121,7 +121,7 @@ def test_statements_in_source_order_without_entering_nested_scopes() -> None:
             done = True
         """
     )
-    statements = context.analysis.training.statements(_function(context, "train"))
+    statements = context.analysis.tree.statements(_function(context, "train"))
     assert _code(context, statements) == [
         "for step, batch in enumerate(loader):",
         "loss = model(batch)",
@@ -131,7 +131,7 @@ def test_statements_in_source_order_without_entering_nested_scopes() -> None:
         "def helper():",
         "done = True",
     ]
-    module_statements = context.analysis.training.statements(context.module)
+    module_statements = context.analysis.tree.statements(context.module)
     assert _code(context, module_statements) == ["def train(loader):"]
 
 
@@ -184,7 +184,7 @@ def test_loss_calls(call: str, expected: bool) -> None:
     assert isinstance(statement, cst.SimpleStatementLine)
     assign = statement.body[0]
     assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
-    assert is_loss_call(context, assign.value) is expected
+    assert context.analysis.training.is_loss_call(assign.value) is expected
 
 
 @pytest.mark.parametrize(
@@ -209,7 +209,7 @@ def test_in_inference(source: str, inference: bool) -> None:
     context = _context(source)
     (target,) = [
         node
-        for node in context.analysis.index.assigns
+        for node in context.analysis.tree.index.assigns
         if context.module.code_for_node(node).strip() == "y = m(x)"
     ]
     assert context.analysis.training.in_inference(target) is inference

@@ -31,7 +31,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from amplint.analysis.scopes import build_index
+from amplint.analysis.tree import build_index
 from amplint.engine.context import SourceContext, parent_map, render, syntactic_spans
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.rule import Rule
@@ -227,7 +227,7 @@ def test_children_are_libcst_children() -> None:
 def test_file_index_lists_nodes_in_source_order() -> None:
     text = "@wrap(a())\ndef f(x=g()):\n    with h() as y:\n        z = y(k())\nclass C(base()):\n    w = m()\n"
     context = SourceContext("<test>", decode(text.encode()), cst.parse_module(text))
-    index = build_index(context)
+    index = build_index(context.parents)
     callees = [context.module.code_for_node(call.func) for call in index.calls]
     assert callees == ["wrap", "a", "g", "h", "y", "k", "base", "m"]
     assert [function.name.value for function in index.functions] == ["f"]

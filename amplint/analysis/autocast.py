@@ -21,7 +21,6 @@ Analysis API (``context.analysis.autocast``, an :class:`AutocastAnalysis`):
   (``"cuda"``, ``"float16"``, ``"bfloat16"``) or None when unknown, ``use.conditional``
   the ``a if test else b`` that selects it, ``use.deprecated`` for
   ``torch.{cuda,cpu}.amp.autocast``, ``use.method`` for ``<obj>.autocast(...)``.
-- ``call_arguments(call, NEW_ORDER | OLD_ORDER)``: parameter name → argument expression.
 
 An autocast (RULES.md "An autocast block") is a call of any spelling of
 ``torch.autocast`` / ``torch.amp.autocast`` / the deprecated
@@ -50,44 +49,19 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from amplint.analysis.compat import parents
-from amplint.analysis.context import RuleContext
-from amplint.analysis.scopes import Scope, enclosing_scope, index_of
-from amplint.analysis.values import bool_value, dtype_values, plain_bindings, string_values
-
-AUTOCAST_CALLABLES = frozenset(
-    {
-        "torch.autocast",
-        "torch.amp.autocast",
-        "torch.amp.autocast_mode.autocast",
-        "torch.cuda.amp.autocast",
-        "torch.cuda.amp.autocast_mode.autocast",
-        "torch.cpu.amp.autocast",
-        "torch.cpu.amp.autocast_mode.autocast",
-    }
+from amplint.analysis.bindings import Bindings
+from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import bool_value, call_arguments
+from amplint.analysis.torch_api import (
+    AUTOCAST_ORDER,
+    AUTOCASTS,
+    DEFAULT_DTYPE,
+    DEPRECATED_AUTOCAST_ORDER,
+    symbol,
 )
-# The device type the deprecated spellings imply.
-IMPLIED_DEVICE = {
-    "torch.cuda.amp.autocast": "cuda",
-    "torch.cuda.amp.autocast_mode.autocast": "cuda",
-    "torch.cpu.amp.autocast": "cpu",
-    "torch.cpu.amp.autocast_mode.autocast": "cpu",
-}
-# torch.get_autocast_dtype(device) when nothing was set (verified on torch 2.13; a test
-# re-checks it against the installed torch).
-DEFAULT_DTYPE = {
-    "cuda": "float16",
-    "cpu": "bfloat16",
-    "mps": "float16",
-    "xpu": "float16",
-    "mtia": "float16",
-    "hpu": "bfloat16",
-    "xla": "bfloat16",
-}
-# New-style positional order: autocast(device_type, dtype, enabled, cache_enabled).
-NEW_ORDER = ("device_type", "dtype", "enabled", "cache_enabled")
-# Deprecated torch.{cuda,cpu}.amp.autocast(enabled, dtype, cache_enabled).
-OLD_ORDER = ("enabled", "dtype", "cache_enabled")
+from amplint.analysis.tree import ScopeNode, Tree
+from amplint.analysis.values import Values
+
 # Context managers that do nothing: the other branch of "autocast or not".
 NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
 PARTIALS = frozenset({"functools.partial"})
@@ -126,21 +100,6 @@ class AutocastBlock:
         return self.use.disabled
 
 
-def call_arguments(call: cst.Call, order: tuple[str, ...]) -> dict[str, cst.BaseExpression] | None:
-    """Map a call's arguments to parameter names; None if it unpacks ``*args``/``**kw``."""
-    mapped: dict[str, cst.BaseExpression] = {}
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(order):
-                return None
-            mapped[order[position]] = arg.value
-            position += 1
-        else:
-            mapped[arg.keyword.value] = arg.value
-    return mapped
 
 
 def _union(sets: Sequence[frozenset[str] | None]) -> frozenset[str] | None:
@@ -173,8 +132,13 @@ _NO_OP = _NoOp()
 
 
 class AutocastAnalysis:
-    def __init__(self, context: RuleContext) -> None:
-        self.context = context
+    """Autocast blocks of one file (``context.analysis.autocast``)."""
+
+    def __init__(self, tree: Tree, names: NameResolver, bindings: Bindings, values: Values) -> None:
+        self.tree = tree
+        self.names = names
+        self.bindings = bindings
+        self.values = values
 
     # -- classification -------------------------------------------------------------------
 
@@ -193,7 +157,7 @@ class AutocastAnalysis:
             return self._from_bindings(expr, depth)
         if not isinstance(expr, cst.Call):
             return None
-        if self.context.analysis.names.resolve(expr.func) in NO_OP_CONTEXTS:
+        if self.names.resolve(expr.func) in NO_OP_CONTEXTS:
             return _NO_OP
         factory = self._factory(expr.func, depth + 1)
         if isinstance(factory, _NoOp):
@@ -203,7 +167,7 @@ class AutocastAnalysis:
         if (
             isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value == "autocast"
-            and self.context.analysis.names.resolve(expr.func) is None
+            and self.names.resolve(expr.func) is None
         ):
             return AutocastUse(call=expr, device_types=None, dtypes=None, disabled=False, method=True)
         return None
@@ -212,17 +176,17 @@ class AutocastAnalysis:
         """What calling ``func`` makes: a function from the call to its autocast use."""
         if depth > _MAX_DEPTH:
             return None
-        qualified = self.context.analysis.names.resolve(func)
-        if qualified in AUTOCAST_CALLABLES:
+        qualified = self.names.resolve(func)
+        if qualified in AUTOCASTS:
             return _Factory(self, qualified or "", ())
         if qualified in NO_OP_CONTEXTS:
             return _NO_OP
-        if isinstance(func, cst.Call) and self.context.analysis.names.resolve(func.func) in PARTIALS:
+        if isinstance(func, cst.Call) and self.names.resolve(func.func) in PARTIALS:
             # functools.partial(torch.autocast, "cuda", dtype=...)
             if not func.args or func.args[0].keyword is not None or func.args[0].star:
                 return None
-            inner = self.context.analysis.names.resolve(func.args[0].value)
-            if inner in AUTOCAST_CALLABLES:
+            inner = self.names.resolve(func.args[0].value)
+            if inner in AUTOCASTS:
                 return _Factory(self, inner or "", tuple(func.args[1:]))
             return None
         if isinstance(func, cst.IfExp):
@@ -240,7 +204,7 @@ class AutocastAnalysis:
         return replace(merge(uses), conditional=expr)
 
     def _from_bindings(self, name: cst.Name, depth: int) -> AutocastUse | _NoOp | None:
-        values = plain_bindings(self.context, name)
+        values = self.bindings.plain_values(name)
         if values is None:
             return None
         found = [self._context_value(value, depth + 1) for value in values]
@@ -259,7 +223,7 @@ class AutocastAnalysis:
         return _Choice(self, factories, func)
 
     def _factory_from_bindings(self, name: cst.Name, depth: int) -> _Factory | _NoOp | None:
-        values = plain_bindings(self.context, name)
+        values = self.bindings.plain_values(name)
         if values is None:
             return None
         found = [self._factory(value, depth + 1) for value in values]
@@ -272,8 +236,9 @@ class AutocastAnalysis:
 
     def torch_autocast(self, call: cst.Call, qualified: str, reported: cst.Call) -> AutocastUse:
         """The use of torch's autocast ``qualified`` called with ``call``'s arguments."""
-        implied = IMPLIED_DEVICE.get(qualified)
-        arguments = call_arguments(call, OLD_ORDER if implied else NEW_ORDER)
+        found = symbol(qualified)
+        implied = found.implied_device if found is not None else None
+        arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if implied else AUTOCAST_ORDER)
         if arguments is None:
             return AutocastUse(
                 call=reported,
@@ -287,13 +252,13 @@ class AutocastAnalysis:
         if implied:
             devices = frozenset({implied})
         elif device_expr is not None:
-            devices = string_values(self.context, device_expr)
+            devices = self.values.string_values(device_expr)
         else:
             devices = None
         dtype_expr = arguments.get("dtype")
         dtypes: frozenset[str] | None
         if dtype_expr is not None and not (isinstance(dtype_expr, cst.Name) and dtype_expr.value == "None"):
-            dtypes = dtype_values(self.context, dtype_expr)
+            dtypes = self.values.dtype_values(dtype_expr)
         elif devices is not None and all(device in DEFAULT_DTYPE for device in devices):
             dtypes = frozenset(DEFAULT_DTYPE[device] for device in devices)
         else:
@@ -316,7 +281,7 @@ class AutocastAnalysis:
     @functools.cached_property
     def blocks(self) -> list[AutocastBlock]:
         found: list[AutocastBlock] = []
-        for statement in index_of(self.context).withs:
+        for statement in self.tree.index.withs:
             for item in statement.items:
                 use = self.autocast_use(item.item)
                 if use is not None:
@@ -334,30 +299,26 @@ class AutocastAnalysis:
     def _by_scope(self) -> dict[cst.CSTNode, list[AutocastBlock]]:
         table: dict[cst.CSTNode, list[AutocastBlock]] = {}
         for block in self.blocks:
-            table.setdefault(enclosing_scope(self.context, block.statement), []).append(block)
+            table.setdefault(self.tree.scope_of(block.statement), []).append(block)
         return table
 
     def blocks_of(self, statement: cst.With) -> list[AutocastBlock]:
         """The autocast items of one ``with`` statement (usually zero or one)."""
         return self._by_statement.get(statement, [])
 
-    def blocks_in(self, scope: Scope | cst.CSTNode) -> list[AutocastBlock]:
+    def blocks_in(self, scope: ScopeNode | cst.CSTNode) -> list[AutocastBlock]:
         """The blocks whose ``with`` statement is in ``scope`` (a function or the module)."""
         return self._by_scope.get(scope, [])
 
     def enclosing(self, node: cst.CSTNode) -> AutocastBlock | None:
         """The innermost autocast block whose body contains ``node``."""
-        parent_of = parents(self.context)
-        child = node
-        current = parent_of.get(node)
-        while current is not None:
+        for child, current in self.tree.ancestry(node):
             if isinstance(current, cst.With) and child is current.body:
                 blocks = self.blocks_of(current)
                 if blocks:
                     return blocks[-1]
             if isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return None  # a function defined under autocast does not run there
-            child, current = current, parent_of.get(current)
         return None
 
     def in_disabled_region(self, node: cst.CSTNode) -> bool:

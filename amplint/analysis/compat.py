@@ -7,26 +7,13 @@ to run on versions where the replacement is missing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import libcst as cst
 
-from amplint.analysis.context import RuleContext
+from amplint.analysis.names import NameResolver
+from amplint.analysis.tree import Tree
 from amplint.engine.walk import ReadOnlyVisitor
-
-
-def parents(context: RuleContext) -> Mapping[cst.CSTNode, cst.CSTNode]:
-    return context.parents
-
-
-def ancestors(context: RuleContext, node: cst.CSTNode) -> list[cst.CSTNode]:
-    parent_of = parents(context)
-    chain: list[cst.CSTNode] = []
-    current = parent_of.get(node)
-    while current is not None:
-        chain.append(current)
-        current = parent_of.get(current)
-    return chain
 
 
 class _NameCollector(ReadOnlyVisitor):
@@ -43,49 +30,46 @@ class _NameCollector(ReadOnlyVisitor):
         self.nodes.append(node)
 
 
-def subtree_uses(
-    context: RuleContext, tree: cst.CSTNode, is_replacement: Callable[[str], bool]
-) -> bool:
-    """Does ``tree`` reference (or import from) anything ``is_replacement`` accepts?"""
-    collector = _NameCollector()
-    tree.visit(collector)
-    for node in collector.nodes:
-        if isinstance(node, cst.ImportFrom):
-            module = cst.helpers.get_full_name_for_node(node.module) if node.module else None
-            if (
-                module
-                and not isinstance(node.names, cst.ImportStar)
-                and any(
-                    is_replacement(f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}")
-                    for alias in node.names
-                )
-            ):
-                return True
-            continue
-        for qualified in context.analysis.names.qualified_names(node):
-            if is_replacement(qualified.name):
-                return True
-    return False
+class Compat:
+    """Compatibility fallbacks in one file (``context.analysis.compat``)."""
 
+    def __init__(self, tree: Tree, names: NameResolver) -> None:
+        self.tree = tree
+        self.names = names
 
-def in_compat_fallback(
-    context: RuleContext, node: cst.CSTNode, is_replacement: Callable[[str], bool]
-) -> bool:
-    child = node
-    for ancestor in ancestors(context, node):
-        if (
-            isinstance(ancestor, cst.Try)
-            and child in ancestor.handlers
-            and subtree_uses(context, ancestor.body, is_replacement)
-        ):
-            return True
-        elif isinstance(ancestor, (cst.If, cst.IfExp)):
-            sibling: cst.CSTNode | None = None
-            if child is ancestor.body:
-                sibling = ancestor.orelse
-            elif child is ancestor.orelse:
-                sibling = ancestor.body
-            if sibling is not None and subtree_uses(context, sibling, is_replacement):
+    def uses(self, subtree: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
+        """Does ``subtree`` reference (or import from) anything ``is_replacement`` accepts?"""
+        collector = _NameCollector()
+        subtree.visit(collector)
+        for node in collector.nodes:
+            if isinstance(node, cst.ImportFrom):
+                module = cst.helpers.get_full_name_for_node(node.module) if node.module else None
+                if (
+                    module
+                    and not isinstance(node.names, cst.ImportStar)
+                    and any(
+                        is_replacement(f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}")
+                        for alias in node.names
+                    )
+                ):
+                    return True
+                continue
+            for qualified in self.names.qualified_names(node):
+                if is_replacement(qualified.name):
+                    return True
+        return False
+
+    def in_fallback(self, node: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
+        """Is ``node`` in the old-torch branch of code whose other branch uses the replacement?"""
+        for child, ancestor in self.tree.ancestry(node):
+            if isinstance(ancestor, cst.Try) and child in ancestor.handlers and self.uses(ancestor.body, is_replacement):
                 return True
-        child = ancestor
-    return False
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                sibling: cst.CSTNode | None = None
+                if child is ancestor.body:
+                    sibling = ancestor.orelse
+                elif child is ancestor.orelse:
+                    sibling = ancestor.body
+                if sibling is not None and self.uses(sibling, is_replacement):
+                    return True
+        return False

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
+from amplint.analysis import FileAnalysis
 from amplint.engine.context import SourceContext
-
-if TYPE_CHECKING:
-    from amplint.analysis import FileAnalysis
 
 
 class RuleContext(SourceContext):
@@ -20,6 +17,4 @@ class RuleContext(SourceContext):
 
     @functools.cached_property
     def analysis(self) -> FileAnalysis:
-        from amplint.analysis import FileAnalysis
-
         return FileAnalysis(self)

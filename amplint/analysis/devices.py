@@ -13,48 +13,28 @@ Analysis API (``context.analysis.devices``):
 - ``in_device_condition(node)``: does ``node`` run only under such a test (an enclosing
   ``if``/conditional expression, or an earlier guard that leaves the function)?
 - ``tested_device(expr)``: the device expression a device-type test examines.
-
-Also ``runtime_import(context, at)``: the edits that make ``amplint.runtime`` usable.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import Assignment, ImportAssignment, Scope, ScopeProvider
+from libcst.metadata import Assignment
 
-from amplint.analysis.compat import parents
-from amplint.analysis.context import RuleContext
-from amplint.analysis.imports import add_import
-from amplint.analysis.names import dotted_name
-from amplint.analysis.values import single_binding
-from amplint.diagnostics import Edit
+from amplint.analysis.bindings import Bindings
+from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import dotted_name, last_name
+from amplint.analysis.torch_api import AVAILABILITY_TESTS, DEVICE_CONSTRUCTORS, DEVICE_TYPES
+from amplint.analysis.tree import ScopeNode, Tree
+from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
-# Device types torch knows (``torch.device(...).type``); a string literal among these,
-# compared with anything, makes a comparison a device-type test.
-DEVICE_TYPES = frozenset(
-    {"cuda", "cpu", "mps", "xpu", "hpu", "npu", "xla", "mtia", "maia", "meta", "ipu", "privateuseone"}
-)
-AVAILABILITY_TESTS = frozenset(
-    {
-        "torch.cuda.is_available",
-        "torch.backends.mps.is_available",
-        "torch.mps.is_available",
-        "torch.xpu.is_available",
-        "torch.cuda.device_count",
-    }
-)
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
 _FLAG_WORDS = ("cuda", "gpu")
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
-DEVICE_CONSTRUCTORS = frozenset({"torch.device"})
 _MAX_DEPTH = 4
-
-ScopeNode = cst.FunctionDef | cst.Module
 
 
 @dataclass(frozen=True)
@@ -73,9 +53,9 @@ def _is_device_literal(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _is_cuda_literal_device(context: RuleContext, expr: cst.BaseExpression) -> bool:
+def _is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
     """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``torch.device("cuda", 0)``."""
-    if isinstance(expr, cst.Call) and context.analysis.names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
+    if isinstance(expr, cst.Call) and names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
         expr = expr.args[0].value
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -83,19 +63,13 @@ def _is_cuda_literal_device(context: RuleContext, expr: cst.BaseExpression) -> b
     return False
 
 
-def _last_name(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
 
 
 class _Occurrences(ReadOnlyVisitor):
     """Device-variable occurrences in one scope's own code (nested functions and classes excluded)."""
 
-    def __init__(self, context: RuleContext, root: cst.CSTNode) -> None:
-        self.context = context
+    def __init__(self, names: NameResolver, root: cst.CSTNode) -> None:
+        self.names = names
         self.root = root
         self.found: list[DeviceVariable] = []
 
@@ -116,7 +90,7 @@ class _Occurrences(ReadOnlyVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         # `torch.device` is the constructor, not a variable.
-        if node.attr.value == "device" and self.context.analysis.names.resolve(node) is None:
+        if node.attr.value == "device" and self.names.resolve(node) is None:
             text = dotted_name(node)
             if text is not None:
                 kind = "self" if text == "self.device" else "attribute"
@@ -135,36 +109,22 @@ class _Occurrences(ReadOnlyVisitor):
 
 
 class DeviceAnalysis:
-    def __init__(self, context: RuleContext) -> None:
-        self.context = context
+    """Device facts of one file (``context.analysis.devices``)."""
+
+    def __init__(self, source: SourceContext, tree: Tree, names: NameResolver, bindings: Bindings) -> None:
+        self.source = source
+        self.tree = tree
+        self.names = names
+        self.bindings = bindings
         self._occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = {}
         self._class_cache: dict[cst.ClassDef, bool] = {}
 
     # -- scopes ----------------------------------------------------------------------------
 
-    @functools.cached_property
-    def _parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
-        return parents(self.context)
-
-    def scope_of(self, node: cst.CSTNode) -> ScopeNode:
-        """The function whose code evaluates ``node`` (decorators belong outside), or the module."""
-        child = node
-        current = self._parents.get(node)
-        while current is not None:
-            # A function's decorators (and parameter defaults) run in the enclosing scope.
-            if isinstance(current, cst.FunctionDef) and child is current.body:
-                return current
-            child, current = current, self._parents.get(current)
-        return self.context.module
-
-    def _class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
-        block = self._parents.get(function)
-        owner = self._parents.get(block) if block is not None else None
-        return owner if isinstance(owner, cst.ClassDef) else None
 
     def _occurrences(self, scope: ScopeNode) -> tuple[DeviceVariable, ...]:
         if scope not in self._occurrence_cache:
-            collector = _Occurrences(self.context, scope)
+            collector = _Occurrences(self.names, scope)
             scope.visit(collector)
             self._occurrence_cache[scope] = tuple(collector.found)
         return self._occurrence_cache[scope]
@@ -177,10 +137,10 @@ class DeviceAnalysis:
     # -- device variables --------------------------------------------------------------------
 
     def variables(self, node: cst.CSTNode) -> list[DeviceVariable]:
-        scope = self.scope_of(node)
+        scope = self.tree.scope_of(node)
         found = list(self._occurrences(scope))
         if isinstance(scope, cst.FunctionDef):
-            cls = self._class_of(scope)
+            cls = self.tree.class_of(scope)
             if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
                 found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
         return [variable for variable in found if self._is_variable(variable)]
@@ -191,19 +151,19 @@ class DeviceAnalysis:
         # A bare `device` must be a binding the code made (not an unbound global), and
         # one that can hold something other than CUDA: `device = torch.device("cuda")`
         # in a CUDA-only test is not a choice of device.
-        bindings = self._bindings(variable.expr, "device")
+        bindings = self.bindings.assignments(variable.expr, "device")
         return bool(bindings) and not all(self._binds_cuda_literal(binding) for binding in bindings)
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
-        statement = self._parents.get(target)
+        statement = self.tree.parent(target)
         while statement is not None and not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.BaseStatement)):
-            statement = self._parents.get(statement)
+            statement = self.tree.parent(statement)
         if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value is None:
             return False
         if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
             return False
-        return _is_cuda_literal_device(self.context, statement.value)
+        return _is_cuda_literal_device(self.names, statement.value)
 
     def has_variable(self, node: cst.CSTNode) -> bool:
         return bool(self.variables(node))
@@ -218,8 +178,8 @@ class DeviceAnalysis:
         candidates of the same rank make it ambiguous: None. ``strict`` (for safe fixes)
         accepts only the first two kinds, the ones certainly bound when ``node`` runs.
         """
-        start = self.context.span(node)[0]
-        scope = self.scope_of(node)
+        start = self.source.span(node)[0]
+        scope = self.tree.scope_of(node)
         variables = self.variables(node)
         ranks: list[set[str]] = [set(), set(), set(), set()]
         for variable in variables:
@@ -229,7 +189,7 @@ class DeviceAnalysis:
                 ranks[1].add(variable.text)
             elif variable.kind == "self" and self._self_device_usable(scope, node):
                 ranks[2].add(variable.text)
-            elif variable.kind == "attribute" and self.context.span(variable.expr)[0] < start:
+            elif variable.kind == "attribute" and self.source.span(variable.expr)[0] < start:
                 ranks[3].add(variable.text)
         for rank in ranks[:2] if strict else ranks:
             if len(rank) == 1:
@@ -238,29 +198,19 @@ class DeviceAnalysis:
                 return None
         return None
 
-    def _bindings(self, name: cst.CSTNode, value: str) -> list[Assignment]:
-        scope = self._scope_map.get(name)
-        if scope is None:
-            return []
-        return [a for a in scope[value] if isinstance(a, Assignment) and not isinstance(a, ImportAssignment)]
-
-    @functools.cached_property
-    def _scope_map(self) -> Mapping[cst.CSTNode, Scope | None]:
-        return self.context.wrapper.resolve(ScopeProvider)
-
     def _name_bound_before(self, name: cst.CSTNode, node: cst.CSTNode) -> bool:
-        bindings = self._bindings(name, "device")
+        bindings = self.bindings.assignments(name, "device")
         if not bindings:
             return False
-        use_scope = self._scope_map.get(node)
-        start = self.context.span(node)[0]
+        use_scope = self.bindings.scope(node)
+        start = self.source.span(node)[0]
         for binding in bindings:
             if binding.scope is not use_scope and use_scope is not None and binding.scope is use_scope.globals:
                 continue  # a global read from a function: bound by the time it runs
             bound_at = binding.node
             if isinstance(bound_at, cst.Param):
                 continue
-            if self.context.span(bound_at)[0] >= start:
+            if self.source.span(bound_at)[0] >= start:
                 return False
             if not self._dominates(bound_at, node):
                 return False
@@ -270,22 +220,14 @@ class DeviceAnalysis:
         """Is the statement that binds ``binding`` in a block that also holds ``node``?"""
         statement: cst.CSTNode | None = binding
         while statement is not None and not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            statement = self._parents.get(statement)
+            statement = self.tree.parent(statement)
         if statement is None:
             return False
-        if isinstance(statement, (cst.For, cst.With)) and not isinstance(self._parents.get(binding), cst.AssignTarget):
+        if isinstance(statement, (cst.For, cst.With)) and not isinstance(self.tree.parent(binding), cst.AssignTarget):
             # `for device in ...` / `with ... as device`: bound for the body only.
-            return self._contains(statement, node)
-        block = self._parents.get(statement)
-        return block is not None and self._contains(block, node)
-
-    def _contains(self, container: cst.CSTNode, node: cst.CSTNode) -> bool:
-        current: cst.CSTNode | None = node
-        while current is not None:
-            if current is container:
-                return True
-            current = self._parents.get(current)
-        return False
+            return self.tree.within(node, statement)
+        block = self.tree.parent(statement)
+        return block is not None and self.tree.within(node, block)
 
     def _self_device_usable(self, scope: ScopeNode, node: cst.CSTNode) -> bool:
         if not isinstance(scope, cst.FunctionDef):
@@ -293,8 +235,8 @@ class DeviceAnalysis:
         assigned_here = _self_device_targets(scope)
         if not assigned_here:
             return True  # assigned by another method (typically __init__)
-        start = self.context.span(node)[0]
-        return any(self.context.span(target)[0] < start and self._dominates(target, node) for target in assigned_here)
+        start = self.source.span(node)[0]
+        return any(self.source.span(target)[0] < start and self._dominates(target, node) for target in assigned_here)
 
     # -- device-type tests ---------------------------------------------------------------
 
@@ -311,7 +253,7 @@ class DeviceAnalysis:
         if isinstance(expr, cst.Comparison):
             # `torch.cuda.device_count() > rank`: a comparison of an availability probe.
             if any(
-                isinstance(side, cst.Call) and self.context.analysis.names.resolve(side.func) in AVAILABILITY_TESTS
+                isinstance(side, cst.Call) and self.names.resolve(side.func) in AVAILABILITY_TESTS
                 for side in (expr.left, *(target.comparator for target in expr.comparisons))
             ):
                 return True
@@ -324,7 +266,7 @@ class DeviceAnalysis:
                 left = target.comparator
             return False
         if isinstance(expr, cst.Call):
-            if self.context.analysis.names.resolve(expr.func) in AVAILABILITY_TESTS:
+            if self.names.resolve(expr.func) in AVAILABILITY_TESTS:
                 return True
             return (
                 isinstance(expr.func, cst.Attribute)
@@ -332,13 +274,13 @@ class DeviceAnalysis:
                 and len(expr.args) == 1
                 and _is_device_literal(expr.args[0].value)
             )
-        name = _last_name(expr)
+        name = last_name(expr)
         if name is not None:
             lowered = name.lower()
             if any(word in lowered.split("_") or lowered == f"is_{word}" for word in _FLAG_WORDS):
                 return True
             if isinstance(expr, cst.Name):
-                bound = single_binding(self.context, expr)
+                bound = self.bindings.single_value(expr)
                 return bound is not None and self.is_device_test(bound, depth + 1)
         return False
 
@@ -373,7 +315,7 @@ class DeviceAnalysis:
             return side.value if dotted_name(side.value) is not None else None
         if (
             isinstance(side, cst.Call)
-            and self.context.analysis.names.resolve(side.func) == "str"
+            and self.names.resolve(side.func) == "str"
             and len(side.args) == 1
             and not side.args[0].keyword
             and not side.args[0].star
@@ -388,7 +330,7 @@ class DeviceAnalysis:
     def in_device_condition(self, node: cst.CSTNode) -> bool:
         """Does ``node`` run only where a device-type / CUDA-availability test decided?"""
         child = node
-        current = self._parents.get(node)
+        current = self.tree.parent(node)
         while current is not None and not isinstance(current, (cst.Module, cst.ClassDef)):
             if isinstance(current, cst.FunctionDef):
                 if child is current.body and (
@@ -411,17 +353,17 @@ class DeviceAnalysis:
                 return True
             if isinstance(current, cst.IndentedBlock) and self._guarded_by_earlier_statement(current, child):
                 return True
-            child, current = current, self._parents.get(current)
+            child, current = current, self.tree.parent(current)
         return isinstance(current, cst.Module) and self._guarded_by_earlier_statement(current, child)
 
     def _in_class_skipped_without_device(self, function: cst.FunctionDef) -> bool:
         """A method of a class (or a class nested in one) skipped without the device:
         ``@unittest.skipUnless(torch.cuda.is_available(), ...)`` on a TestCase."""
-        current = self._parents.get(function)
+        current = self.tree.parent(function)
         while isinstance(current, (cst.IndentedBlock, cst.ClassDef)):
             if isinstance(current, cst.ClassDef) and self._skipped_without_device(current):
                 return True
-            current = self._parents.get(current)
+            current = self.tree.parent(current)
         return False
 
     def _skipped_without_device(self, definition: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -430,7 +372,7 @@ class DeviceAnalysis:
             call = decorator.decorator
             if not isinstance(call, cst.Call) or not call.args or call.args[0].keyword is not None:
                 continue
-            if _last_name(call.func) in SKIP_DECORATORS and self.is_device_test(call.args[0].value):
+            if last_name(call.func) in SKIP_DECORATORS and self.is_device_test(call.args[0].value):
                 return True
         return False
 
@@ -528,34 +470,3 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         callee = dotted_name(small.value.func) or ""
         return callee in ("exit", "quit", "sys.exit", "os._exit")
     return False
-
-
-def runtime_import(context: RuleContext) -> list[Edit] | None:
-    """Edits that make ``amplint.runtime`` usable at module level, or None if impossible.
-
-    Nothing when ``import amplint.runtime`` is already there; ``import amplint.runtime``
-    (the same edit from every fix, applied once) when ``amplint`` is free; None when the
-    name ``amplint`` means something else in this file.
-    """
-    for statement in context.module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if alias.asname is None and cst.helpers.get_full_name_for_node(alias.name) == "amplint.runtime":
-                        return []
-    scope = context.wrapper.resolve(ScopeProvider).get(context.module)
-    if scope is not None:
-        for assignment in scope["amplint"]:
-            if not isinstance(assignment, ImportAssignment) or not isinstance(assignment.node, cst.Import):
-                return None
-            node = assignment.node
-            if any(
-                alias.asname is not None
-                and cst.helpers.get_full_name_for_node(alias.name) not in ("amplint",)
-                and cst.ensure_type(alias.asname.name, cst.Name).value == "amplint"
-                for alias in node.names
-            ):
-                return None
-    return [add_import(context, "import amplint.runtime", position="last")]

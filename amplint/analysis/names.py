@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import libcst as cst
 from libcst.metadata import (
-    MetadataWrapper,
     QualifiedName,
     QualifiedNameSource,
     ScopeProvider,
 )
+
+from amplint.analysis.syntax import root_name as syntax_root_name
+from amplint.analysis.tree import Tree
+from amplint.engine.context import SourceContext
 
 _BUILTINS = frozenset(dir(builtins))
 _EXTERNAL = (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
@@ -31,17 +34,17 @@ class NameResolver:
     cannot denote an imported name: it is answered without the scope analysis at all.
     """
 
-    def __init__(self, wrapper: MetadataWrapper, parents: Callable[[], Mapping[cst.CSTNode, cst.CSTNode]]) -> None:
-        self._wrapper = wrapper
-        self._parents = parents
+    def __init__(self, source: SourceContext, tree: Tree) -> None:
+        self._source = source
+        self._tree = tree
 
     @functools.cached_property
     def _scopes(self) -> Mapping[cst.CSTNode, Any]:
-        return self._wrapper.resolve(ScopeProvider)
+        return self._source.metadata(ScopeProvider)
 
     @functools.cached_property
     def _index(self) -> _ImportIndex:
-        return _ImportIndex(self._parents())
+        return _ImportIndex(self._tree)
 
     def qualified_names(self, node: cst.CSTNode) -> set[QualifiedName]:
         scope = self._scopes.get(node)
@@ -51,13 +54,13 @@ class NameResolver:
 
     def resolve(self, node: cst.CSTNode) -> str | None:
         """The imported or builtin name ``node`` denotes, when that is certain."""
-        root_name = _root_name(node)
+        root_name = syntax_root_name(node)
         if root_name is None and isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
             return None  # `"".join`, `f()()`: an expression no import names
         if root_name is not None:
             root = root_name.value
             index = self._index
-            role = _role(root_name, index.parents)
+            role = _role(root_name, index.tree)
             if role in ("name", "harmless"):
                 return None  # not a variable: the scope analysis resolves nothing here either
             if not index.star and root not in index.bindings:
@@ -87,9 +90,6 @@ class NameResolver:
             else name.name
         )
 
-    def resolves_to(self, node: cst.CSTNode, *candidates: str) -> bool:
-        return self.resolve(node) in candidates
-
 
 class _ImportIndex:
     """The file's imports by bound name, and where each name occurs.
@@ -103,13 +103,13 @@ class _ImportIndex:
     everywhere (silence, where the scope analysis might have said "builtin").
     """
 
-    def __init__(self, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
-        self.parents = parents
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
         self.star = False
         self.bindings: dict[str, list[str | None]] = {}  # name → qualified name per import (None: not plain)
         self.occurrences: dict[str, list[cst.Name]] = {}
         self._plain: dict[str, str | None] = {}
-        for node in parents:
+        for node in tree.parents:
             if isinstance(node, cst.Name):
                 self.occurrences.setdefault(node.value, []).append(node)
             elif isinstance(node, cst.Import):
@@ -145,11 +145,11 @@ class _ImportIndex:
         owners: set[cst.CSTNode] = set()
         reads: list[cst.Name] = []
         for occurrence in self.occurrences.get(name, ()):
-            role = _role(occurrence, self.parents)
+            role = _role(occurrence, self.tree)
             if role == "other":
                 return None
             if role == "import":
-                owner = _owner(occurrence, self.parents)
+                owner = _owner(occurrence, self.tree)
                 if owner is None:
                     return None
                 owners.add(owner)
@@ -160,7 +160,7 @@ class _ImportIndex:
         functions = [owner for owner in owners if isinstance(owner, cst.FunctionDef)]
         if owners and len(functions) == len(owners):
             for read in reads:
-                if not any(_inside(read, function, self.parents) for function in functions):
+                if not any(_inside(read, function, self.tree) for function in functions):
                     return None
         return next(iter(targets))
 
@@ -192,20 +192,20 @@ _READ_PARENTS = (
 )
 
 
-def _role(name: cst.Name, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> str:
+def _role(name: cst.Name, tree: Tree) -> str:
     """"read"; "import" (bound by an import); "name" (a keyword's name, which the scope
     analysis resolves by its spelling like a read); "harmless" (an attribute's name or an
     imported module's name, which it does not resolve); or "other" (anything else, which
     may bind)."""
-    parent = parents.get(name)
+    parent = tree.parent(name)
     if isinstance(parent, cst.Attribute):
         if parent.value is not name:
             return "harmless"
         top: cst.CSTNode = parent
-        while isinstance(parents.get(top), cst.Attribute):
-            top = parents[top]
+        while isinstance(tree.parent(top), cst.Attribute):
+            top = tree.parents[top]
         # `import torch.cuda.amp as amp`, `from torch.cuda import amp`: a module's name.
-        return "harmless" if isinstance(parents.get(top), (cst.ImportAlias, cst.ImportFrom)) else "read"
+        return "harmless" if isinstance(tree.parent(top), (cst.ImportAlias, cst.ImportFrom)) else "read"
     if isinstance(parent, cst.Arg):
         return "read" if parent.value is name else "name"
     if isinstance(parent, cst.ImportFrom):
@@ -217,7 +217,7 @@ def _role(name: cst.Name, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> str:
     if isinstance(parent, (cst.ImportAlias, cst.AsName)):
         current: cst.CSTNode | None = parent
         while current is not None and not isinstance(current, (cst.Import, cst.ImportFrom)):
-            current = parents.get(current)
+            current = tree.parent(current)
         if current is None:
             return "other"  # `except E as name`, `with x as name`
         return "import"
@@ -230,17 +230,17 @@ def _role(name: cst.Name, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> str:
     if isinstance(parent, cst.Annotation):
         return "read"
     if isinstance(parent, (cst.Element, cst.StarredElement)):
-        return _element_role(parent, parents)
+        return _element_role(parent, tree)
     if isinstance(parent, _READ_PARENTS):
         return "read"
     return "other"
 
 
-def _element_role(element: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> str:
+def _element_role(element: cst.CSTNode, tree: Tree) -> str:
     """A name in a tuple/list/set display: bound when the display is an assignment target."""
     top = element
     while isinstance(top, (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.Set)):
-        parent = parents.get(top)
+        parent = tree.parent(top)
         if parent is None:
             return "other"
         top = parent
@@ -249,84 +249,36 @@ def _element_role(element: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNod
     if isinstance(top, cst.ExceptHandler):
         return "read"  # `except (A, B):` - the name an except binds is an AsName
     if isinstance(top, cst.Param):
-        return "read" if top.default is not None and _within(top.default, element, parents) else "other"
+        return "read" if top.default is not None and tree.within(element, top.default) else "other"
     if isinstance(top, (cst.Assign, cst.Arg, cst.Return, cst.Subscript, cst.SubscriptElement, cst.Index)):
         # The value side of these; their target side is never reached through a display.
-        return "read" if not isinstance(top, cst.Assign) or _is_value(top, element, parents) else "other"
+        return "read" if not isinstance(top, cst.Assign) or _is_value(top, element, tree) else "other"
     return "other"
 
 
-def _is_value(assign: cst.Assign, node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
-    return _within(assign.value, node, parents)
+def _is_value(assign: cst.Assign, node: cst.CSTNode, tree: Tree) -> bool:
+    return tree.within(node, assign.value)
 
 
-def _within(container: cst.CSTNode, node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
-    current: cst.CSTNode | None = node
-    while current is not None:
-        if current is container:
-            return True
-        current = parents.get(current)
-    return False
 
-
-def _owner(name: cst.Name, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> cst.CSTNode | None:
+def _owner(name: cst.Name, tree: Tree) -> cst.CSTNode | None:
     """The module or function whose scope an import of ``name`` binds it in (None: a class)."""
-    current = parents.get(name)
+    current = tree.parent(name)
     while current is not None:
         if isinstance(current, (cst.Module, cst.FunctionDef)):
             return current
         if isinstance(current, (cst.ClassDef, cst.Lambda)):
             return None
-        current = parents.get(current)
+        current = tree.parent(current)
     return None
 
 
-def _inside(node: cst.CSTNode, ancestor: cst.FunctionDef, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def _inside(node: cst.CSTNode, ancestor: cst.FunctionDef, tree: Tree) -> bool:
     """Is ``node`` in the body of ``ancestor`` (not its decorators, defaults or annotations)?"""
     child: cst.CSTNode = node
-    current = parents.get(node)
+    current = tree.parent(node)
     while current is not None:
         if current is ancestor:
             return child is ancestor.body
-        child, current = current, parents.get(current)
+        child, current = current, tree.parent(current)
     return False
-
-
-def _root_name(node: cst.CSTNode) -> cst.Name | None:
-    """The name an expression's full name starts from (libcst's ``get_full_name_for_node``
-    looks through attributes, calls and subscripts)."""
-    while True:
-        if isinstance(node, cst.Attribute):
-            node = node.value
-        elif isinstance(node, cst.Call):
-            node = node.func
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        else:
-            return node if isinstance(node, cst.Name) else None
-
-
-def _root(node: cst.CSTNode) -> str | None:
-    name = _root_name(node)
-    return name.value if name is not None else None
-
-
-def dotted_name(node: cst.CSTNode) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None (calls, subscripts, ...)."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
-
-
-def last_name(node: cst.CSTNode) -> str | None:
-    """The final identifier of a Name/Attribute (``self.scaler`` → ``scaler``)."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return None

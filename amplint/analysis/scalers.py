@@ -13,17 +13,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from amplint.analysis.context import RuleContext
-from amplint.analysis.names import dotted_name
-from amplint.analysis.scopes import enclosing_scope, index_of
-from amplint.analysis.training import is_scaler_name, is_tensor_backward
-from amplint.analysis.values import single_binding
-
-GRAD_SCALERS = frozenset(
-    f"torch.{namespace}{suffix}"
-    for namespace in ("amp", "cuda.amp", "cpu.amp")
-    for suffix in (".GradScaler", ".grad_scaler.GradScaler")
-)
+from amplint.analysis.bindings import Bindings
+from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import dotted_name
+from amplint.analysis.torch_api import GRAD_SCALERS
+from amplint.analysis.training import TrainingAnalysis, is_scaler_name
+from amplint.analysis.tree import Tree
 
 
 @dataclass(frozen=True)
@@ -35,27 +30,25 @@ class ScalerCall:
 
 
 class ScalerAnalysis:
-    def __init__(self, context: RuleContext) -> None:
-        self.context = context
+    """GradScalers of one file (``context.analysis.scalers``)."""
+
+    def __init__(self, tree: Tree, names: NameResolver, bindings: Bindings, training: TrainingAnalysis) -> None:
+        self.tree = tree
+        self.names = names
+        self.bindings = bindings
+        self.training = training
 
     def is_construction(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and self.context.analysis.names.resolve(node.func) in GRAD_SCALERS
+        return isinstance(node, cst.Call) and self.names.resolve(node.func) in GRAD_SCALERS
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:
-        return [call for call in index_of(self.context).calls if self.is_construction(call)]
+        return [call for call in self.tree.index.calls if self.is_construction(call)]
 
     @functools.cached_property
     def constructed_names(self) -> frozenset[str]:
         """Dotted targets (``scaler``, ``self.scaler``) assigned a GradScaler construction."""
-        names = set()
-        for assign in index_of(self.context).assigns:
-            if self.is_construction(assign.value):
-                for target in assign.targets:
-                    spelled = dotted_name(target.target)
-                    if spelled:
-                        names.add(spelled)
-        return frozenset(names)
+        return self.bindings.assigned_targets(self.is_construction)
 
     def is_scaler(self, expr: cst.BaseExpression) -> bool:
         spelled = dotted_name(expr)
@@ -66,7 +59,7 @@ class ScalerAnalysis:
     @functools.cached_property
     def calls(self) -> list[ScalerCall]:
         found = []
-        for call in index_of(self.context).calls:
+        for call in self.tree.index.calls:
             func = call.func
             if not isinstance(func, cst.Attribute) or func.attr.value not in ("scale", "unscale_", "step", "update"):
                 continue
@@ -83,7 +76,7 @@ class ScalerAnalysis:
         NativeScaler protocol, as in DeiT, ConvNeXt and MAE)?"""
         if self.constructions:
             return True
-        for call in index_of(self.context).calls:
+        for call in self.tree.index.calls:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "scale":
                 return True
@@ -93,11 +86,11 @@ class ScalerAnalysis:
 
     def scaled_backward_scaler(self, call: cst.Call) -> str | None:
         """For a tensor backward of a scaled loss, the scaler's spelling; else None."""
-        if not is_tensor_backward(self.context, call) or not isinstance(call.func, cst.Attribute):
+        if not self.training.is_tensor_backward(call) or not isinstance(call.func, cst.Attribute):
             return None
         target = call.func.value
         if isinstance(target, cst.Name):
-            bound = single_binding(self.context, target)
+            bound = self.bindings.single_value(target)
             target = bound if bound is not None else target
         if (
             isinstance(target, cst.Call)
@@ -111,11 +104,11 @@ class ScalerAnalysis:
     @functools.cached_property
     def scaled_backwards(self) -> list[tuple[cst.Call, str]]:
         found = []
-        for call in index_of(self.context).calls:
+        for call in self.tree.index.calls:
             scaler = self.scaled_backward_scaler(call)
             if scaler is not None:
                 found.append((call, scaler))
         return found
 
     def in_scope(self, scope: cst.CSTNode) -> list[ScalerCall]:
-        return [c for c in self.calls if enclosing_scope(self.context, c.call) is scope]
+        return [c for c in self.calls if self.tree.scope_of(c.call) is scope]

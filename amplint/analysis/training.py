@@ -2,9 +2,6 @@
 
 Analysis API (``context.analysis.training``, a :class:`TrainingAnalysis`):
 
-- ``statements(scope)``: the statements of a function (or the module) in source order,
-  compound statements before the statements they hold; nested functions and classes are
-  listed but not entered (they are their own scopes).
 - ``backward_calls`` / ``scope_backward_calls(scope)``: tensor backwards.
   ``delegated_backward_calls``: ``accelerator.backward(loss)``-style calls.
 - ``optimizer_steps`` / ``scope_optimizer_steps(scope)``: ``opt.step()`` and
@@ -29,13 +26,13 @@ import re
 
 import libcst as cst
 
-from amplint.analysis.context import RuleContext
-from amplint.analysis.names import dotted_name, last_name
-from amplint.analysis.scopes import enclosing_scope, index_of
-from amplint.analysis.values import single_binding
-from amplint.engine.walk import ReadOnlyVisitor
+from amplint.analysis.bindings import Bindings
+from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import last_name
+from amplint.analysis.torch_api import NO_GRAD
+from amplint.analysis.tree import Tree
+from amplint.engine.context import SourceContext
 
-NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 # Function names that mark evaluation-only code: at the start or after an underscore
 # (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
 EVALUATION_NAME = re.compile(
@@ -52,15 +49,6 @@ FUNCTIONAL_LOSSES = frozenset(
 )  # fmt: skip
 
 
-def is_tensor_backward(context: RuleContext, call: cst.Call) -> bool:
-    if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "backward":
-        return False
-    if context.analysis.names.resolve(call.func) == "torch.autograd.backward":
-        return True
-    # A positional argument means the loss is passed in: accelerator.backward(loss).
-    return not any(arg.keyword is None for arg in call.args)
-
-
 def is_optimizer_name(name: str) -> bool:
     lowered = name.lower()
     return "optim" in lowered or lowered == "opt" or lowered.startswith("opt_") or lowered.endswith("_opt")
@@ -69,45 +57,6 @@ def is_optimizer_name(name: str) -> bool:
 def is_scaler_name(name: str) -> bool:
     lowered = name.lower()
     return lowered == "scaler" or lowered.endswith("_scaler") or lowered in ("grad_scaler", "loss_scaler")
-
-
-def is_optimizer_construction(context: RuleContext, expr: cst.BaseExpression | None) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    qualified = context.analysis.names.resolve(expr.func) or ""
-    parts = qualified.split(".")
-    # torch.optim.lr_scheduler.StepLR and swa_utils.SWALR step too, but are not optimizers.
-    return (
-        qualified.startswith("torch.optim.")
-        and parts[-1][:1].isupper()
-        and not {"lr_scheduler", "swa_utils"} & set(parts)
-    )
-
-
-def is_loss_module_construction(context: RuleContext, expr: cst.BaseExpression) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    qualified = context.analysis.names.resolve(expr.func) or ""
-    return qualified.startswith("torch.nn.") and qualified.endswith("Loss")
-
-
-def is_loss_call(context: RuleContext, call: cst.Call) -> bool:
-    """A loss computation: a torch loss function, an ``nn.*Loss`` instance, or a call
-    whose own name is ``criterion`` or contains ``loss`` (``losses.update`` is not)."""
-    qualified = context.analysis.names.resolve(call.func) or ""
-    if qualified.startswith("torch.nn.functional.") and qualified.split(".")[-1] in FUNCTIONAL_LOSSES:
-        return True
-    if isinstance(call.func, cst.Name):
-        bound = single_binding(context, call.func)
-        if bound is not None and is_loss_module_construction(context, bound):
-            return True
-    if qualified:
-        return False  # some other library's function: its name proves nothing
-    name = last_name(call.func)
-    if name is None:
-        return False
-    lowered = name.lower()
-    return lowered == "criterion" or ("loss" in lowered and not lowered.startswith(("get_", "log", "print")))
 
 
 def is_accumulation_test(expr: cst.BaseExpression) -> bool:
@@ -130,64 +79,86 @@ def _is_modulo(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
 
 
-class _Statements(ReadOnlyVisitor):
-    def __init__(self, root: cst.CSTNode) -> None:
-        self.root = root
-        self.found: list[cst.BaseStatement] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and node is not self.root:
-            self.found.append(node)
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                return False
-            return not isinstance(node, cst.SimpleStatementLine)
-        return not isinstance(node, cst.BaseExpression)
-
-
 class TrainingAnalysis:
-    def __init__(self, context: RuleContext) -> None:
-        self.context = context
-        self._statements: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+    """Training facts of one file (``context.analysis.training``)."""
 
-    def statements(self, scope: cst.CSTNode) -> list[cst.BaseStatement]:
-        """The statements of ``scope`` (a function or the module) in source order."""
-        cached = self._statements.get(scope)
-        if cached is None:
-            collector = _Statements(scope)
-            (scope.body if isinstance(scope, cst.FunctionDef) else scope).visit(collector)
-            cached = self._statements[scope] = collector.found
-        return cached
+    def __init__(self, source: SourceContext, tree: Tree, names: NameResolver, bindings: Bindings) -> None:
+        self.source = source
+        self.tree = tree
+        self.names = names
+        self.bindings = bindings
+
+    # -- what a call or value is -------------------------------------------------------------
+
+    def is_tensor_backward(self, call: cst.Call) -> bool:
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "backward":
+            return False
+        if self.names.resolve(call.func) == "torch.autograd.backward":
+            return True
+        # A positional argument means the loss is passed in: accelerator.backward(loss).
+        return not any(arg.keyword is None for arg in call.args)
+
+    def is_optimizer_construction(self, expr: cst.BaseExpression | None) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.names.resolve(expr.func) or ""
+        parts = qualified.split(".")
+        # torch.optim.lr_scheduler.StepLR and swa_utils.SWALR step too, but are not optimizers.
+        return (
+            qualified.startswith("torch.optim.")
+            and parts[-1][:1].isupper()
+            and not {"lr_scheduler", "swa_utils"} & set(parts)
+        )
+
+    def is_loss_module_construction(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.names.resolve(expr.func) or ""
+        return qualified.startswith("torch.nn.") and qualified.endswith("Loss")
+
+    def is_loss_call(self, call: cst.Call) -> bool:
+        """A loss computation: a torch loss function, an ``nn.*Loss`` instance, or a call
+        whose own name is ``criterion`` or contains ``loss`` (``losses.update`` is not)."""
+        qualified = self.names.resolve(call.func) or ""
+        if qualified.startswith("torch.nn.functional.") and qualified.split(".")[-1] in FUNCTIONAL_LOSSES:
+            return True
+        if isinstance(call.func, cst.Name):
+            bound = self.bindings.single_value(call.func)
+            if bound is not None and self.is_loss_module_construction(bound):
+                return True
+        if qualified:
+            return False  # some other library's function: its name proves nothing
+        name = last_name(call.func)
+        if name is None:
+            return False
+        lowered = name.lower()
+        return lowered == "criterion" or ("loss" in lowered and not lowered.startswith(("get_", "log", "print")))
+
+    # -- the file's training code -------------------------------------------------------------
 
     @functools.cached_property
     def delegated_backward_calls(self) -> list[cst.Call]:
         """``accelerator.backward(loss)``, ``optimizer.backward(loss)``: the library runs it."""
         return [
             call
-            for call in index_of(self.context).calls
+            for call in self.tree.index.calls
             if isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "backward"
-            and not is_tensor_backward(self.context, call)
+            and not self.is_tensor_backward(call)
         ]
 
     @functools.cached_property
     def optimizer_names(self) -> frozenset[str]:
         """Dotted targets assigned a ``torch.optim`` construction (``self.optimizer``)."""
-        names = set()
-        for assign in index_of(self.context).assigns:
-            if is_optimizer_construction(self.context, assign.value):
-                for target in assign.targets:
-                    spelled = dotted_name(target.target)
-                    if spelled:
-                        names.add(spelled)
-        return frozenset(names)
+        return self.bindings.assigned_targets(self.is_optimizer_construction)
 
     def loss_names(self, scope: cst.CSTNode) -> frozenset[str]:
         """Names ``scope`` binds to a loss computation (``loss = criterion(out, y)``)."""
         names = set()
-        for assign in index_of(self.context).assigns:
-            if not isinstance(assign.value, cst.Call) or not is_loss_call(self.context, assign.value):
+        for assign in self.tree.index.assigns:
+            if not isinstance(assign.value, cst.Call) or not self.is_loss_call(assign.value):
                 continue
-            if enclosing_scope(self.context, assign) is not scope:
+            if self.tree.scope_of(assign) is not scope:
                 continue
             for target in assign.targets:
                 if isinstance(target.target, cst.Name):
@@ -195,7 +166,7 @@ class TrainingAnalysis:
         return frozenset(names)
 
     def scope_optimizer_steps(self, scope: cst.CSTNode) -> list[cst.Call]:
-        return [call for call in self.optimizer_steps if enclosing_scope(self.context, call) is scope]
+        return [call for call in self.optimizer_steps if self.tree.scope_of(call) is scope]
 
     def scope_trains(self, scope: cst.CSTNode) -> bool:
         """Does ``scope`` itself run a tensor backward or step an optimizer?"""
@@ -203,13 +174,13 @@ class TrainingAnalysis:
 
     @functools.cached_property
     def backward_calls(self) -> list[cst.Call]:
-        return [call for call in index_of(self.context).calls if is_tensor_backward(self.context, call)]
+        return [call for call in self.tree.index.calls if self.is_tensor_backward(call)]
 
     @functools.cached_property
     def optimizer_steps(self) -> list[cst.Call]:
         """``opt.step()`` on an optimizer-like receiver, and ``scaler.step(opt)``."""
         steps = []
-        for call in index_of(self.context).calls:
+        for call in self.tree.index.calls:
             if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "step":
                 continue
             receiver = call.func.value
@@ -219,7 +190,7 @@ class TrainingAnalysis:
                     steps.append(call)
             elif is_optimizer_name(name) or (
                 isinstance(receiver, cst.Name)
-                and is_optimizer_construction(self.context, single_binding(self.context, receiver))
+                and self.is_optimizer_construction(self.bindings.single_value(receiver))
             ):
                 steps.append(call)
         return steps
@@ -229,19 +200,14 @@ class TrainingAnalysis:
         return bool(self.backward_calls) or bool(self.optimizer_steps)
 
     def scope_backward_calls(self, scope: cst.CSTNode) -> list[cst.Call]:
-        return [call for call in self.backward_calls if enclosing_scope(self.context, call) is scope]
+        return [call for call in self.backward_calls if self.tree.scope_of(call) is scope]
 
     def in_inference(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in code that only infers (no_grad / inference_mode / eval-named)?"""
-        from amplint.analysis.compat import parents
-
-        parent_of = parents(self.context)
-        child = node
-        current = parent_of.get(node)
-        while current is not None:
+        for child, current in self.tree.ancestry(node):
             if isinstance(current, cst.With) and child is current.body:
                 for item in current.items:
-                    if isinstance(item.item, cst.Call) and self.context.analysis.names.resolve(item.item.func) in NO_GRAD:
+                    if isinstance(item.item, cst.Call) and self.names.resolve(item.item.func) in NO_GRAD:
                         return True
             if isinstance(current, cst.FunctionDef):
                 if EVALUATION_NAME.search(current.name.value):
@@ -249,7 +215,6 @@ class TrainingAnalysis:
                 for decorator in current.decorators:
                     target = decorator.decorator
                     target = target.func if isinstance(target, cst.Call) else target
-                    if self.context.analysis.names.resolve(target) in NO_GRAD:
+                    if self.names.resolve(target) in NO_GRAD:
                         return True
-            child, current = current, parent_of.get(current)
         return False

@@ -198,7 +198,7 @@ def _lint(path: str, source: SourceFile, rules: Sequence[RuleType]) -> LintResul
         errors = [parsed.error] if parsed.error is not None else []
         return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
     result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles)
-    result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text), key=lambda d: d.sort_key)
+    result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR}), key=lambda d: d.sort_key)
     return result
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Set
 
 from amplint.diagnostics import Diagnostic
-from amplint.engine.rule import INTERNAL_ERROR
 
 _NOQA = re.compile(
     r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
@@ -61,13 +61,13 @@ def is_suppressed(code: str, row: int, table: dict[int, frozenset[str]]) -> bool
     return codes is not None and (codes is ALL or code in codes)
 
 
-def apply_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
-    """The diagnostics no ``# noqa`` silences; internal errors are never silenced."""
-    if not any(diagnostic.code != INTERNAL_ERROR for diagnostic in diagnostics):
+def apply_noqa(diagnostics: list[Diagnostic], text: str, *, never: Set[str]) -> list[Diagnostic]:
+    """The diagnostics no ``# noqa`` silences; codes in ``never`` are never silenced."""
+    if all(diagnostic.code in never for diagnostic in diagnostics):
         return diagnostics
     table = noqa_lines(text)
     return [
         diagnostic
         for diagnostic in diagnostics
-        if diagnostic.code == INTERNAL_ERROR or not is_suppressed(diagnostic.code, diagnostic.location.row, table)
+        if diagnostic.code in never or not is_suppressed(diagnostic.code, diagnostic.location.row, table)
     ]

@@ -1,91 +1,39 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import ImportAssignment, ScopeProvider
+from libcst.metadata import ImportAssignment
 
-from amplint.analysis.compat import in_compat_fallback
-from amplint.analysis.imports import add_import, module_binding, name_is_free
+from amplint.analysis.context import RuleContext
+from amplint.analysis.torch_api import (
+    AUTOCAST,
+    CUSTOM_BWD,
+    CUSTOM_FWD,
+    DEPRECATED_AUTOCAST_ORDER,
+    DEPRECATED_MODULES,
+    DEPRECATED_NAMESPACES,
+    GRAD_SCALER,
+    NOT_DEPRECATED_MEMBERS,
+    AmpSymbol,
+    is_modern_amp,
+    symbol,
+)
 from amplint.diagnostics import Applicability, Edit
+from amplint.fixes.edits import as_keyword, keyword_arg, string, with_commas
+from amplint.fixes.importer import Importer, bound_name
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
-
-NAMESPACES = ("torch.cuda.amp", "torch.cpu.amp")
-# Submodules referenced as modules, and members PyTorch does not deprecate.
-SILENT_MEMBERS = frozenset(
-    {"autocast_mode", "grad_scaler", "common", "amp_definitely_not_available"}
-)
-DEPRECATED_MODULES = frozenset(
-    f"{namespace}{suffix}"
-    for namespace in NAMESPACES
-    for suffix in ("", ".autocast_mode", ".grad_scaler")
-)
-
-
-@dataclass(frozen=True)
-class Symbol:
-    kind: str  # autocast | GradScaler | custom_fwd | custom_bwd
-    device: str  # the device type the deprecated spelling implied
-
-
-SYMBOLS: dict[str, Symbol] = {}
-for _device in ("cuda", "cpu"):
-    for _path in ("autocast", "autocast_mode.autocast"):
-        SYMBOLS[f"torch.{_device}.amp.{_path}"] = Symbol("autocast", _device)
-    for _path in ("GradScaler", "grad_scaler.GradScaler"):
-        SYMBOLS[f"torch.{_device}.amp.{_path}"] = Symbol("GradScaler", _device)
-for _kind in ("custom_fwd", "custom_bwd"):
-    for _path in (_kind, f"autocast_mode.{_kind}"):
-        SYMBOLS[f"torch.cuda.amp.{_path}"] = Symbol(_kind, "cuda")
 
 # unittest's isinstance assertions take the type second, like isinstance itself.
 TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 
-# Old positional order of torch.{cuda,cpu}.amp.autocast(enabled, dtype, cache_enabled).
-AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
-
-
-def is_amp_replacement(name: str) -> bool:
-    return name == "torch.amp" or name.startswith("torch.amp.") or name == "torch.autocast"
-
 
 def _namespace_member(qualified: str) -> tuple[str, str] | None:
-    for namespace in NAMESPACES:
+    for namespace in DEPRECATED_NAMESPACES:
         if qualified.startswith(namespace + "."):
             return namespace, qualified[len(namespace) + 1 :]
     return None
-
-
-def _bound_name(alias: cst.ImportAlias) -> str:
-    """The name an import alias binds (``import a.b`` binds ``a``)."""
-    return alias.evaluated_alias or alias.evaluated_name.split(".")[0]
-
-
-def _string(value: str) -> cst.SimpleString:
-    return cst.SimpleString(f'"{value}"')
-
-
-_NO_SPACE = cst.SimpleWhitespace("")
-_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
-    )
-
-
-def _with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
-    result: list[cst.Arg] = []
-    for index, arg in enumerate(args):
-        if index < len(args) - 1 and not isinstance(arg.comma, cst.Comma):
-            arg = arg.with_changes(comma=_COMMA)
-        result.append(arg)
-    return result
 
 
 @dataclass
@@ -355,9 +303,10 @@ class DeprecatedAmpNamespace(AnalysisRule):
     )
 
 
-    def __init__(self, context: object) -> None:
-        super().__init__(context)  # type: ignore[arg-type]
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__(context)
         self._import_depth = 0
+        self._importer = Importer(context)
 
     # -- traversal ------------------------------------------------------------------------
 
@@ -385,11 +334,11 @@ class DeprecatedAmpNamespace(AnalysisRule):
         if self.qualified_name(node.func) != "getattr" or len(node.args) < 2:
             return
         target, attribute = node.args[0].value, node.args[1].value
-        if self.qualified_name(target) in NAMESPACES and isinstance(attribute, cst.SimpleString):
+        if self.qualified_name(target) in DEPRECATED_NAMESPACES and isinstance(attribute, cst.SimpleString):
             member = attribute.evaluated_value
             if (
                 isinstance(member, str)
-                and member not in SILENT_MEMBERS
+                and member not in NOT_DEPRECATED_MEMBERS
                 and not self._in_compat(node)
             ):
                 namespace = self.qualified_name(target)
@@ -398,10 +347,10 @@ class DeprecatedAmpNamespace(AnalysisRule):
     # -- references ------------------------------------------------------------------------
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.context.parents.get(node)
+        return self.context.analysis.tree.parent(node)
 
     def _in_compat(self, node: cst.CSTNode) -> bool:
-        return in_compat_fallback(self.context, node, is_amp_replacement)
+        return self.context.analysis.compat.in_fallback(node, is_modern_amp)
 
     def _check_reference(self, node: cst.Name | cst.Attribute) -> None:
         if self._import_depth:
@@ -424,14 +373,14 @@ class DeprecatedAmpNamespace(AnalysisRule):
         if split is None:
             return None
         namespace, member = split
-        if qualified not in SYMBOLS and (member in SILENT_MEMBERS or member.startswith("common.")):
+        deprecated = _deprecated(qualified)
+        if deprecated is None and (member in NOT_DEPRECATED_MEMBERS or member.startswith("common.")):
             return None
         if self._is_assignment_target(node) or self._in_compat(node):
             return None
-        symbol = SYMBOLS.get(qualified)
-        if symbol is None:
+        if deprecated is None:
             return Plan(node, f"`{qualified}` belongs to the deprecated `{namespace}` namespace")
-        return self._plan_symbol(node, qualified, symbol)
+        return self._plan_symbol(node, qualified, deprecated)
 
     def _is_assignment_target(self, node: cst.CSTNode) -> bool:
         parent = self._parent(node)
@@ -443,55 +392,52 @@ class DeprecatedAmpNamespace(AnalysisRule):
         self,
         node: cst.Name | cst.Attribute,
         qualified: str,
-        symbol: Symbol,
+        found: AmpSymbol,
         *,
         with_cleanup: bool = True,
     ) -> Plan:
-        new_name = f"torch.amp.{symbol.kind}"
+        new_name = f"torch.{found.replacement}"
         parent = self._parent(node)
         grandparent = self._parent(parent) if parent is not None else None
         plan = Plan(node, f"`{qualified}` is deprecated; use `{new_name}`")
-        torch = self._torch_name(node)
+        # Bind torch where the deprecated import stood, so the import block stays in order.
+        binding = self.context.analysis.bindings.import_binding(node)
+        replacing = binding.node if binding is not None and isinstance(binding.node, (cst.Import, cst.ImportFrom)) else None
+        torch = self._importer.bind_module("torch", node, replacing=replacing)
         if torch is None:
             return plan
         torch_name, torch_edits = torch
-        new_func = cst.parse_expression(f"{torch_name}.amp.{symbol.kind}")
+        new_func = cst.parse_expression(f"{torch_name}.{found.replacement}")
 
         if isinstance(parent, cst.Call) and parent.func is node:
-            new_call = self._new_call(parent, symbol, new_func)
+            new_call = self._new_call(parent, found, new_func)
             plan.node = parent
-            plan.message = f"`{qualified}(...)` is deprecated; use `{self._call_hint(symbol)}`"
+            plan.message = f"`{qualified}(...)` is deprecated; use `{_call_hint(found)}`"
             if new_call is not None:
-                plan.fix_message = f"Replace with `{self._call_hint(symbol)}`"
+                plan.fix_message = f"Replace with `{_call_hint(found)}`"
                 plan.edits = [self.context.replace(parent, new_call), *torch_edits]
         elif isinstance(parent, cst.Decorator) and parent.decorator is node:
-            if symbol.kind in ("custom_fwd", "custom_bwd"):
-                replacement = f'{torch_name}.amp.{symbol.kind}(device_type="{symbol.device}")'
+            if found.kind in (CUSTOM_FWD, CUSTOM_BWD):
+                replacement = f'{torch_name}.{found.replacement}(device_type="{found.implied_device}")'
                 plan.fix_message = f"Replace with `{replacement}`"
                 plan.edits = [self.context.replace(node, replacement), *torch_edits]
         elif self._is_base_class(parent, grandparent):
             plan.message += " (subclassing it: migrate the base class by hand)"
         elif self._is_type_use(node):
-            if symbol.kind in ("autocast", "GradScaler"):
+            if found.kind in (AUTOCAST, GRAD_SCALER):
                 plan.fix_message = f"Replace with `{new_name}`"
                 plan.edits = [self.context.replace(node, new_func), *torch_edits]
         else:
-            self._plan_value(node, symbol, new_func, plan, torch_edits)
+            self._plan_value(node, found, new_func, plan, torch_edits)
         if plan.edits is not None and with_cleanup:
             plan.isolation, extra = self._binding_cleanup(node)
             plan.edits.extend(extra)
         return plan
 
-    @staticmethod
-    def _call_hint(symbol: Symbol) -> str:
-        if symbol.kind in ("custom_fwd", "custom_bwd"):
-            return f'torch.amp.{symbol.kind}(device_type="{symbol.device}", ...)'
-        return f'torch.amp.{symbol.kind}("{symbol.device}", ...)'
-
     def _plan_value(
         self,
         node: cst.CSTNode,
-        symbol: Symbol,
+        found: AmpSymbol,
         new_func: cst.BaseExpression,
         plan: Plan,
         torch_edits: list[Edit],
@@ -503,7 +449,6 @@ class DeprecatedAmpNamespace(AnalysisRule):
             plan.message += " (inside a collection: migrate by hand)"
             return
         call = self._parent(parent) if isinstance(parent, cst.Arg) else None
-        functools_name: str | None
         if (
             isinstance(call, cst.Call)
             and call.args
@@ -511,30 +456,26 @@ class DeprecatedAmpNamespace(AnalysisRule):
             and parent.keyword is None
             and self.qualified_name(call.func) == "functools.partial"
         ):
-            merged = self._new_call(
-                call.with_changes(args=call.args[1:]), symbol, new_func, keep_func=True
-            )
+            merged = self._new_call(call.with_changes(args=call.args[1:]), found, new_func, keep_func=True)
             if merged is not None:
                 first = call.args[0].with_changes(value=new_func)
-                new_partial = call.with_changes(args=_with_commas([first, *merged.args]))
+                new_partial = call.with_changes(args=with_commas([first, *merged.args]))
                 plan.fix_message = "Merge the arguments into `functools.partial(torch.amp....)`"
                 plan.edits = [self.context.replace(call, new_partial), *torch_edits]
             return
         if self._alias_called_positionally(node):
             plan.message += " (its alias is called with positional arguments, which mean other parameters in `torch.amp`: migrate by hand)"
             return
-        binding = self._module_name(node, "functools")
+        binding = self._importer.bind_module("functools", node)
         if binding is None:
             return
         functools_name, functools_edits = binding
         device = (
-            f'"{symbol.device}"'
-            if symbol.kind in ("autocast", "GradScaler")
-            else f'device_type="{symbol.device}"'
+            f'"{found.implied_device}"'
+            if found.kind in (AUTOCAST, GRAD_SCALER)
+            else f'device_type="{found.implied_device}"'
         )
-        replacement = (
-            f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
-        )
+        replacement = f"{functools_name}.partial({self.context.module.code_for_node(new_func)}, {device})"
         plan.fix_message = f"Replace with `{replacement}`"
         plan.edits = [self.context.replace(node, replacement), *torch_edits, *functools_edits]
 
@@ -550,16 +491,11 @@ class DeprecatedAmpNamespace(AnalysisRule):
             child, parent = parent, self._parent(parent)
         if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not child:
             return False
-        targets = (
-            [t.target for t in parent.targets]
-            if isinstance(parent, cst.Assign)
-            else [parent.target]
-        )
-        scope = self.context.metadata(ScopeProvider).get(parent)
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         for target in targets:
             if not isinstance(target, cst.Name):
                 return True  # an attribute or tuple target escapes this analysis
-            for assignment in scope[target.value] if scope is not None else ():
+            for assignment in self.context.analysis.bindings.of(target):
                 for access in assignment.references:
                     call = self._parent(access.node)
                     if (
@@ -571,43 +507,41 @@ class DeprecatedAmpNamespace(AnalysisRule):
         return False
 
     def _new_call(
-        self, call: cst.Call, symbol: Symbol, new_func: cst.BaseExpression, keep_func: bool = False
+        self, call: cst.Call, found: AmpSymbol, new_func: cst.BaseExpression, keep_func: bool = False
     ) -> cst.Call | None:
+        """The call with the device made explicit and the arguments remapped to the new
+        signature, or None when that cannot be done exactly."""
         args = list(call.args)
+        device = string(found.implied_device or "cuda")
         # Prepending the device keeps GradScaler's positional order, even through *args;
         # for the others an unpacked sequence could not be mapped to keywords.
-        if symbol.kind != "GradScaler" and any(arg.star == "*" for arg in args):
+        if found.kind != GRAD_SCALER and any(arg.star == "*" for arg in args):
             return None
         positional = [arg for arg in args if arg.keyword is None and not arg.star]
         rest = [arg for arg in args if arg.keyword is not None or arg.star == "**"]
         keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
         new_args: list[cst.Arg]
-        if symbol.kind == "autocast":
-            if len(positional) > len(AUTOCAST_POSITIONAL) or "device_type" in keywords:
+        if found.kind == AUTOCAST:
+            # The old positional order differs from the new one: every positional argument
+            # becomes its keyword.
+            if len(positional) > len(DEPRECATED_AUTOCAST_ORDER) or "device_type" in keywords:
                 return None
             converted = []
-            for name, arg in zip(AUTOCAST_POSITIONAL, positional, strict=False):
+            for name, arg in zip(DEPRECATED_AUTOCAST_ORDER, positional, strict=False):
                 if name in keywords:
                     return None
-                converted.append(
-                    arg.with_changes(
-                        keyword=cst.Name(name),
-                        equal=cst.AssignEqual(
-                            whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE
-                        ),
-                    )
-                )
-            new_args = [cst.Arg(_string(symbol.device)), *converted, *rest]
-        elif symbol.kind == "GradScaler":
+                converted.append(as_keyword(arg, name))
+            new_args = [cst.Arg(device), *converted, *rest]
+        elif found.kind == GRAD_SCALER:
             if "device" in keywords:
                 return None
-            new_args = [cst.Arg(_string(symbol.device)), *args]
+            new_args = [cst.Arg(device), *args]
         else:
             if "device_type" in keywords:
                 return None
-            new_args = [*positional, _keyword_arg("device_type", _string(symbol.device)), *rest]
+            new_args = [*positional, keyword_arg("device_type", device), *rest]
         func = call.func if keep_func else new_func
-        return call.with_changes(func=func, args=_with_commas(new_args))
+        return call.with_changes(func=func, args=with_commas(new_args))
 
     def _is_base_class(self, parent: cst.CSTNode | None, grandparent: cst.CSTNode | None) -> bool:
         return (
@@ -641,96 +575,29 @@ class DeprecatedAmpNamespace(AnalysisRule):
             return False
         return False
 
-    # -- names the fix emits ------------------------------------------------------------------
-
-    def _torch_name(self, node: cst.CSTNode) -> tuple[str, list[Edit]] | None:
-        bound = self._module_name(node, "torch")
-        if bound is None or not bound[1]:
-            return bound
-        # Bind torch where the deprecated import stood, so the import block stays in order.
-        statement = self._binding_import(node)
-        line = self._parent(statement) if statement is not None else None
-        if line is not None and line in self.context.module.body:
-            start = self.context.line_start(self.context.span(line)[0])
-            return "torch", [
-                self.context.insert(start, "import torch" + self.context.source.newline)
-            ]
-        return bound
-
-    def _binding_import(self, node: cst.CSTNode) -> cst.Import | cst.ImportFrom | None:
-        """The import statement that binds the root name of ``node``, if that is certain."""
-        assignment = self._binding_assignment(node)
-        statement = assignment.node if assignment is not None else None
-        return statement if isinstance(statement, (cst.Import, cst.ImportFrom)) else None
-
-    def _binding_assignment(self, node: cst.CSTNode) -> ImportAssignment | None:
-        root = node
-        while isinstance(root, cst.Attribute):
-            root = root.value
-        if not isinstance(root, cst.Name):
-            return None
-        scope = self.context.wrapper.resolve(ScopeProvider).get(root)
-        assignments = list(scope[root.value]) if scope is not None else []
-        if len(assignments) != 1 or not isinstance(assignments[0], ImportAssignment):
-            return None
-        return assignments[0]
-
-    def _module_name(self, node: cst.CSTNode, module: str) -> tuple[str, list[Edit]] | None:
-        bound = module_binding(self.context, module, at=node)
-        if bound is not None:
-            return bound, []
-        if name_is_free(self.context, module, node):
-            return module, [add_import(self.context, f"import {module}")]
-        return None
+    # -- the import a rewritten reference leaves behind ---------------------------------------
 
     def _binding_cleanup(self, node: cst.CSTNode) -> tuple[str | None, list[Edit]]:
         """Isolation key and import-removal edits for the import that binds this reference."""
-        assignment = self._binding_assignment(node)
+        assignment = self.context.analysis.bindings.import_binding(node)
         statement = assignment.node if assignment is not None else None
         if assignment is None or not isinstance(statement, (cst.Import, cst.ImportFrom)):
             return None, []
         root = node
         while isinstance(root, cst.Attribute):
             root = root.value
-        bound_name = cst.ensure_type(root, cst.Name).value
+        bound = cst.ensure_type(root, cst.Name).value
         # Uses and the removal of their import form one all-or-nothing group, so that
         # no pass can remove an import that a not-yet-rewritten use still needs.
         key = self._import_key(statement)
-        if (
-            isinstance(statement, cst.ImportFrom)
-            and self._deprecated_import_module(statement) in DEPRECATED_MODULES
-        ):
+        if isinstance(statement, cst.ImportFrom) and _from_module(statement) in DEPRECATED_MODULES:
             # The import's own diagnostic carries the removal.
             return (key, []) if self._all_uses_fixable(assignment) else (None, [])
-        if self._imports_deprecated_module(statement, bound_name) and self._all_uses_fixable(
-            assignment
-        ):
-            removal = self._remove_aliases(statement, {bound_name})
+        if _imports_deprecated_module(statement, bound) and self._all_uses_fixable(assignment):
+            removal = self._importer.remove_names(statement, {bound})
             if removal is not None:
                 return key, [removal]
         return None, []
-
-    def _deprecated_import_module(self, node: cst.ImportFrom) -> str | None:
-        if node.relative or node.module is None:
-            return None
-        return cst.helpers.get_full_name_for_node(node.module)
-
-    def _imports_deprecated_module(self, statement: cst.CSTNode, bound_name: str) -> bool:
-        if isinstance(statement, cst.Import):
-            for alias in statement.names:
-                full = cst.helpers.get_full_name_for_node(alias.name)
-                if alias.asname is not None and full in DEPRECATED_MODULES:
-                    return cst.ensure_type(alias.asname.name, cst.Name).value == bound_name
-            return False
-        if isinstance(statement, cst.ImportFrom) and not isinstance(
-            statement.names, cst.ImportStar
-        ):
-            module = self._deprecated_import_module(statement)
-            for alias in statement.names:
-                full = f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}"
-                if full in DEPRECATED_MODULES and _bound_name(alias) == bound_name:
-                    return True
-        return False
 
     def _all_uses_fixable(self, assignment: ImportAssignment) -> bool:
         """Can every use of this import be rewritten in one pass (none silenced, none nested)?"""
@@ -748,40 +615,20 @@ class DeprecatedAmpNamespace(AnalysisRule):
             if not isinstance(outer, (cst.Name, cst.Attribute)):
                 return False
             qualified = self.qualified_name(outer)
-            symbol = SYMBOLS.get(qualified or "")
-            if symbol is None or self._in_compat(outer):
+            found = _deprecated(qualified)
+            if found is None or self._in_compat(outer):
                 return False
-            plan = self._plan_symbol(outer, qualified or "", symbol, with_cleanup=False)
+            plan = self._plan_symbol(outer, qualified or "", found, with_cleanup=False)
             if plan.edits is None or self.context.is_suppressed(self.code, plan.node):
                 return False
             spans.append((plan.edits[0].start, plan.edits[0].end))
         spans.sort()
         return all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 
-    def _remove_aliases(
-        self, statement: cst.Import | cst.ImportFrom, names: set[str]
-    ) -> Edit | None:
-        """Delete the aliases binding ``names`` from an import (the whole line if none is left)."""
-        line = self._parent(statement)
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            return None
-        assert not isinstance(statement.names, cst.ImportStar)
-        kept = [alias for alias in statement.names if _bound_name(alias) not in names]
-        if not kept:
-            block = self._parent(line)
-            if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
-                return self.context.replace(statement, "pass")
-            return self.context.delete_lines(line)
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        new = statement.with_changes(names=kept, semicolon=cst.MaybeSentinel.DEFAULT)
-        return self.context.edit(
-            *self.context.span(statement), self.context.module.code_for_node(new)
-        )
-
     # -- from torch.cuda.amp import ... ------------------------------------------------------------
 
     def _check_import_from(self, node: cst.ImportFrom) -> None:
-        module = self._deprecated_import_module(node)
+        module = _from_module(node)
         if module not in DEPRECATED_MODULES or self._in_compat(node):
             return
         if isinstance(node.names, cst.ImportStar):
@@ -792,26 +639,21 @@ class DeprecatedAmpNamespace(AnalysisRule):
         deprecated = [
             alias
             for alias in node.names
-            if f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}" in SYMBOLS
+            if _deprecated(f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}")
         ]
         if not deprecated:
             return
         listed = ", ".join(f"`{module}.{alias.evaluated_name}`" for alias in deprecated)
         message = f"{listed} {'is' if len(deprecated) == 1 else 'are'} deprecated; use `torch.amp`"
-        scope = self.context.metadata(ScopeProvider).get(node)
         removable: list[str] = []
         for alias in deprecated:
-            local = _bound_name(alias)
-            assignments = [
-                a
-                for a in (scope[local] if scope else ())
-                if isinstance(a, ImportAssignment) and a.node is node
-            ]
+            local = bound_name(alias)
+            assignments = self.context.analysis.bindings.imports_of(node, local)
             if len(assignments) == 1 and (
                 not assignments[0].references or self._all_uses_fixable(assignments[0])
             ):
                 removable.append(local)
-        edit = self._remove_aliases(node, set(removable)) if removable else None
+        edit = self._importer.remove_names(node, set(removable)) if removable else None
         if edit is None:
             self.report(node, message)
             return
@@ -824,3 +666,38 @@ class DeprecatedAmpNamespace(AnalysisRule):
 
     def _import_key(self, statement: cst.Import | cst.ImportFrom) -> str:
         return f"{self.code}:import@{self.context.span(statement)[0]}"
+
+
+def _deprecated(qualified: str | None) -> AmpSymbol | None:
+    found = symbol(qualified)
+    return found if found is not None and found.deprecated else None
+
+
+def _call_hint(found: AmpSymbol) -> str:
+    if found.kind in (CUSTOM_FWD, CUSTOM_BWD):
+        return f'torch.{found.replacement}(device_type="{found.implied_device}", ...)'
+    return f'torch.{found.replacement}("{found.implied_device}", ...)'
+
+
+def _from_module(node: cst.ImportFrom) -> str | None:
+    if node.relative or node.module is None:
+        return None
+    return cst.helpers.get_full_name_for_node(node.module)
+
+
+def _imports_deprecated_module(statement: cst.CSTNode, bound: str) -> bool:
+    """Does ``statement`` bind ``bound`` to a deprecated AMP module (``import torch.cuda.amp
+    as amp``, ``from torch.cuda import amp``)?"""
+    if isinstance(statement, cst.Import):
+        for alias in statement.names:
+            full = cst.helpers.get_full_name_for_node(alias.name)
+            if alias.asname is not None and full in DEPRECATED_MODULES:
+                return cst.ensure_type(alias.asname.name, cst.Name).value == bound
+        return False
+    if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar):
+        module = _from_module(statement)
+        for alias in statement.names:
+            full = f"{module}.{cst.helpers.get_full_name_for_node(alias.name)}"
+            if full in DEPRECATED_MODULES and bound_name(alias) == bound:
+                return True
+    return False

@@ -2,29 +2,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.compat import in_compat_fallback
+from amplint.analysis.torch_api import DEPRECATED_STATE_FUNCTIONS, STATE_REPLACEMENTS
 from amplint.diagnostics import Applicability
+from amplint.fixes.edits import string, with_commas
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
-
-# Deprecated function → (replacement, device type argument to prepend).
-DEPRECATED_STATE_FUNCTIONS: dict[str, tuple[str, str]] = {
-    f"torch.{old}": (new, device)
-    for device, alias in (("cuda", "gpu"), ("cpu", "cpu"), ("ipu", "ipu"), ("xla", "xla"))
-    for old, new in (
-        (f"get_autocast_{alias}_dtype", "get_autocast_dtype"),
-        (f"set_autocast_{alias}_dtype", "set_autocast_dtype"),
-        (f"is_autocast_{alias}_enabled", "is_autocast_enabled"),
-        (f"set_autocast_{alias}_enabled", "set_autocast_enabled"),
-    )
-    # torch never had is_/set_autocast_gpu_enabled: the device-less forms mean CUDA.
-    if not (alias == "gpu" and "enabled" in old)
-}
-
-REPLACEMENTS = frozenset(f"torch.{new}" for new, _ in DEPRECATED_STATE_FUNCTIONS.values())
 
 
 def is_state_replacement(name: str) -> bool:
-    return name in REPLACEMENTS
+    return name in STATE_REPLACEMENTS
 
 
 class DeprecatedAutocastState(AnalysisRule):
@@ -126,7 +111,7 @@ class DeprecatedAutocastState(AnalysisRule):
         qualified = self.qualified_name(node.func)
         if qualified not in DEPRECATED_STATE_FUNCTIONS:
             return
-        if in_compat_fallback(self.context, node, is_state_replacement):
+        if self.context.analysis.compat.in_fallback(node, is_state_replacement):
             return
         new_name, device = DEPRECATED_STATE_FUNCTIONS[qualified]
         arguments = f'"{device}", ...' if new_name.startswith("set_") else f'"{device}"'
@@ -135,13 +120,8 @@ class DeprecatedAutocastState(AnalysisRule):
         if isinstance(node.func, cst.Attribute):
             new_call = node.with_changes(
                 func=node.func.with_changes(attr=cst.Name(new_name)),
-                args=(cst.Arg(cst.SimpleString(f'"{device}"')), *node.args),
+                args=with_commas([cst.Arg(string(device)), *node.args]),
             )
-            if node.args:
-                first = new_call.args[0].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-                new_call = new_call.with_changes(args=(first, *new_call.args[1:]))
             fix = self.make_fix(
                 f"Replace with `torch.{new_name}({arguments})`",
                 [self.context.replace(node, new_call)],

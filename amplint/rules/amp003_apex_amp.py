@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
-from amplint.analysis.compat import parents
-from amplint.analysis.edits import lines_of, reindent, remove_statement
-from amplint.analysis.imports import add_import, module_binding, name_is_free
-from amplint.analysis.names import dotted_name
-from amplint.analysis.scopes import enclosing_scope, statement_list
+from amplint.analysis.context import RuleContext
+from amplint.analysis.syntax import assigned_names, constant, count_names, dotted_name, loaded_names
 from amplint.diagnostics import Applicability, Edit, Fix
-from amplint.engine.walk import ReadOnlyVisitor
+from amplint.fixes.edits import indent_unit, lines_of, reindent
+from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 RECIPE = (
@@ -30,67 +27,11 @@ HINTS = {
 OPT_LEVELS = frozenset({"O1", "O2"})
 
 
-def _literal(expr: cst.BaseExpression) -> object:
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    return None
-
 
 @dataclass(frozen=True)
 class _Use:
     node: cst.CSTNode
     member: str | None  # None: an import
-
-
-class _Collector(ReadOnlyVisitor):
-    """Every import of apex.amp and every use of one of its members."""
-
-    def __init__(self, rule: ApexAmp) -> None:
-        self.rule = rule
-        self.uses: list[_Use] = []
-        self.module_references: list[cst.Name] = []  # bare names bound to apex.amp
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        if any(_is_apex_amp_module(cst.helpers.get_full_name_for_node(alias.name)) for alias in node.names):
-            self.uses.append(_Use(node, None))
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None:
-            return False
-        module = cst.helpers.get_full_name_for_node(node.module)
-        if _is_apex_amp_module(module) or (
-            module == "apex"
-            and not isinstance(node.names, cst.ImportStar)
-            and any(cst.helpers.get_full_name_for_node(alias.name) == "amp" for alias in node.names)
-        ):
-            self.uses.append(_Use(node, None))
-        return False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        member = self._member(node)
-        if member is not None:
-            self.uses.append(_Use(node, member))
-            return False
-        return True
-
-    def visit_Name(self, node: cst.Name) -> bool:
-        member = self._member(node)
-        if member is not None:
-            self.uses.append(_Use(node, member))
-        elif self.rule.qualified_name(node) == "apex.amp":
-            self.module_references.append(node)
-        return False
-
-    def _member(self, node: cst.BaseExpression) -> str | None:
-        qualified = self.rule.qualified_name(node) or ""
-        if not qualified.startswith("apex.amp."):
-            return None
-        member = qualified.removeprefix("apex.amp.").split(".")[0]
-        # `amp.__path__`, `amp.__version__`: introspection of the module, not an AMP call.
-        return None if member.startswith("__") else member
 
 
 def _is_apex_amp_module(name: str | None) -> bool:
@@ -247,13 +188,72 @@ class ApexAmp(AnalysisRule):
         ),
     )
 
-    def visit_Module(self, node: cst.Module) -> None:
-        collector = _Collector(self)
-        node.visit(collector)
-        fix = self._canonical_fix(collector.uses, collector.module_references)
-        for use in collector.uses:
-            message = self._message(use)
-            self.report(use.node, message, fix=fix if use.member == "initialize" else None)
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__(context)
+        self._uses: list[_Use] = []
+        self._module_references: list[cst.Name] = []  # bare names bound to apex.amp
+        # Inside an import, or inside a member already recorded: nothing more to collect.
+        self._skip = 0
+        self._recorded: set[cst.Attribute] = set()
+
+    # -- collection (every import of apex.amp and every use of one of its members) -----------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        if not self._skip and any(_is_apex_amp_module(cst.helpers.get_full_name_for_node(alias.name)) for alias in node.names):
+            self._uses.append(_Use(node, None))
+        self._skip += 1
+
+    def leave_Import(self, original_node: cst.Import) -> None:
+        self._skip -= 1
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not self._skip and not node.relative and node.module is not None:
+            module = cst.helpers.get_full_name_for_node(node.module)
+            if _is_apex_amp_module(module) or (
+                module == "apex"
+                and not isinstance(node.names, cst.ImportStar)
+                and any(cst.helpers.get_full_name_for_node(alias.name) == "amp" for alias in node.names)
+            ):
+                self._uses.append(_Use(node, None))
+        self._skip += 1
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
+        self._skip -= 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._skip:
+            return
+        member = self._member(node)
+        if member is not None:
+            self._uses.append(_Use(node, member))
+            self._recorded.add(node)
+            self._skip += 1
+
+    def leave_Attribute(self, original_node: cst.Attribute) -> None:
+        if original_node in self._recorded:
+            self._skip -= 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._skip:
+            return
+        member = self._member(node)
+        if member is not None:
+            self._uses.append(_Use(node, member))
+        elif self.qualified_name(node) == "apex.amp":
+            self._module_references.append(node)
+
+    def _member(self, node: cst.BaseExpression) -> str | None:
+        qualified = self.qualified_name(node) or ""
+        if not qualified.startswith("apex.amp."):
+            return None
+        member = qualified.removeprefix("apex.amp.").split(".")[0]
+        # `amp.__path__`, `amp.__version__`: introspection of the module, not an AMP call.
+        return None if member.startswith("__") else member
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        fix = self._canonical_fix()
+        for use in self._uses:
+            self.report(use.node, self._message(use), fix=fix if use.member == "initialize" else None)
 
     def _message(self, use: _Use) -> str:
         if use.member is None:
@@ -265,7 +265,8 @@ class ApexAmp(AnalysisRule):
 
     # -- the canonical migration -----------------------------------------------------------
 
-    def _canonical_fix(self, uses: Sequence[_Use], references: Sequence[cst.Name]) -> Fix | None:
+    def _canonical_fix(self) -> Fix | None:
+        uses, references = self._uses, self._module_references
         imports = [use for use in uses if use.member is None]
         members = [use for use in uses if use.member is not None]
         if len(imports) != 1 or sorted(use.member or "" for use in members) != ["initialize", "scale_loss"]:
@@ -279,8 +280,9 @@ class ApexAmp(AnalysisRule):
             return None
         initialize = next(use.node for use in members if use.member == "initialize")
         scale_loss = next(use.node for use in members if use.member == "scale_loss")
-        scope = enclosing_scope(self.context, initialize)
-        if enclosing_scope(self.context, scale_loss) is not scope:
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(initialize)
+        if tree.scope_of(scale_loss) is not scope:
             return None
         if self.context.analysis.autocast.blocks_in(scope):
             return None  # already autocast somewhere: the region is the author's call
@@ -324,7 +326,7 @@ class ApexAmp(AnalysisRule):
 
     def _initialize_statement(self, call_or_attr: cst.CSTNode) -> tuple[cst.Assign, str] | None:
         """``a, b = amp.initialize(a, b, opt_level="O1")`` alone on its line: (the Assign, "b")."""
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         call = parent_of.get(call_or_attr)
         if not isinstance(call, cst.Call) or call.func is not call_or_attr:
             return None
@@ -346,7 +348,7 @@ class ApexAmp(AnalysisRule):
         for arg in call.args:
             if arg.keyword is None:
                 continue
-            value = _literal(arg.value)
+            value = constant(arg.value)
             keyword = arg.keyword.value
             if not (
                 (keyword == "opt_level" and value in OPT_LEVELS)
@@ -360,7 +362,7 @@ class ApexAmp(AnalysisRule):
         self, attribute: cst.CSTNode, optimizer: str
     ) -> tuple[cst.With, str, cst.Call] | None:
         """``with amp.scale_loss(loss, optimizer) as s: s.backward(...)``: (with, "loss", backward)."""
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         call = parent_of.get(attribute)
         item = parent_of.get(call) if call is not None else None
         statement = parent_of.get(item) if item is not None else None
@@ -394,36 +396,27 @@ class ApexAmp(AnalysisRule):
             and all(arg.keyword is not None for arg in backward.args)
         ):
             return None
-        if self._count_names(enclosing_scope(self.context, statement), alias.value) != 2:
+        if count_names(self.context.analysis.tree.scope_of(statement), alias.value) != 2:
             return None  # the scaled loss is used elsewhere
         return statement, loss.value.value, backward
 
-    def _count_names(self, scope: cst.CSTNode, name: str) -> int:
-        count = 0
-
-        class _Counter(ReadOnlyVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                nonlocal count
-                count += node.value == name
-
-        scope.visit(_Counter())
-        return count
 
     def _optimizer_step(
         self, scope: cst.CSTNode, optimizer: str, after: cst.With
     ) -> tuple[cst.Call, cst.SimpleStatementLine] | None:
+        tree = self.context.analysis.tree
         steps = [
             call
-            for call in self.context.analysis.index.calls
+            for call in tree.index.calls
             if isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "step"
             and dotted_name(call.func.value) == optimizer
-            and enclosing_scope(self.context, call) is scope
+            and tree.scope_of(call) is scope
         ]
         if len(steps) != 1 or steps[0].args:
             return None
         step = steps[0]
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         expression = parent_of.get(step)
         line = parent_of.get(expression) if expression is not None else None
         if not (isinstance(expression, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
@@ -434,26 +427,26 @@ class ApexAmp(AnalysisRule):
 
     def _loss_region(self, statement: cst.With, loss: str) -> list[cst.SimpleStatementLine] | None:
         """The loss statement before the block and the contiguous assignments that feed it."""
-        found = statement_list(self.context, statement)
+        found = self.context.analysis.tree.statement_list(statement)
         if found is None:
             return None
         body, index = found
         position = next(
-            (i for i in range(index - 1, -1, -1) if loss in _assigned_names(body[i])),
+            (i for i in range(index - 1, -1, -1) if loss in assigned_names(body[i])),
             None,
         )
         loss_statement = body[position] if position is not None else None
         if not isinstance(loss_statement, cst.SimpleStatementLine):
             return None
         region = [loss_statement]
-        needed = _loaded_names(loss_statement)
+        needed = loaded_names(loss_statement)
         for candidate in reversed(body[: position or 0]):
-            if not isinstance(candidate, cst.SimpleStatementLine) or not _assigned_names(candidate) & needed:
+            if not isinstance(candidate, cst.SimpleStatementLine) or not assigned_names(candidate) & needed:
                 break
             if not all(isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for small in candidate.body):
                 break
             region.insert(0, candidate)
-            needed |= _loaded_names(candidate)
+            needed |= loaded_names(candidate)
         return region
 
     def _wrap_region(self, region: list[cst.SimpleStatementLine], torch: str) -> Edit | None:
@@ -461,16 +454,13 @@ class ApexAmp(AnalysisRule):
         start = self.context.line_start(self.context.span(first)[0])
         _, end = lines_of(self.context, first, last)
         indent = self.context.indentation(first)
-        unit = self._indent_unit()
+        unit = indent_unit(self.context)
         moved = reindent(self.context.text[start:end], indent, indent + unit)
         if moved is None:
             return None
         header = f'{indent}with {torch}.amp.autocast("cuda"):{self.context.source.newline}'
         return self.context.edit(start, end, header + moved)
 
-    def _indent_unit(self) -> str:
-        default = self.context.module.default_indent
-        return default if default.strip() == "" and default else "    "
 
     def _backward_edit(self, statement: cst.With, loss: str, backward: cst.Call, scaler: str) -> Edit | None:
         body = statement.body
@@ -493,21 +483,17 @@ class ApexAmp(AnalysisRule):
         return self.context.edit(start, end, text + self.context.source.newline)
 
     def _torch_name(self, at: cst.CSTNode, apex_import: cst.CSTNode) -> tuple[str, list[Edit]] | None:
+        """``torch`` as the fix may write it at ``at``, with the edits that remove the apex
+        import (and bind torch in its place when it is not bound)."""
         removal = self._import_removal(apex_import)
         if removal is None:
             return None
-        bound = module_binding(self.context, "torch", at=at)
-        if bound is not None:
-            return bound, [removal]
-        if not name_is_free(self.context, "torch", at):
+        assert isinstance(apex_import, (cst.Import, cst.ImportFrom))
+        bound = Importer(self.context).bind_module("torch", at, replacing=apex_import)
+        if bound is None:
             return None
-        parent_of = parents(self.context)
-        line = parent_of.get(apex_import)
-        if line is not None and line in self.context.module.body:
-            # `import torch` takes the place of the apex import.
-            start, end = removal.start, removal.end
-            return "torch", [self.context.edit(start, end, "import torch" + self.context.source.newline)]
-        return "torch", [removal, add_import(self.context, "import torch")]
+        name, edits = bound
+        return name, [*edits, removal]
 
     def _import_removal(self, statement: cst.CSTNode) -> Edit | None:
         """Delete the apex import: it must be ``from apex import amp`` or ``import apex.amp as amp`` alone."""
@@ -515,54 +501,14 @@ class ApexAmp(AnalysisRule):
             names = statement.names
             if isinstance(names, cst.ImportStar) or len(names) != 1:
                 return None
+            aliases = {alias.evaluated_alias or alias.evaluated_name for alias in names}
         elif isinstance(statement, cst.Import):
             if len(statement.names) != 1 or statement.names[0].asname is None:
                 return None
+            aliases = {statement.names[0].evaluated_alias or ""}
         else:
             return None
-        line = parents(self.context).get(statement)
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            return None
-        found = statement_list(self.context, line)
-        if found is None:
-            return None
-        return remove_statement(self.context, line, found[0])
+        return Importer(self.context).remove_names(statement, aliases)
 
     def _name_free(self, name: str, at: cst.CSTNode, scope: cst.CSTNode) -> bool:
-        return name_is_free(self.context, name, at) and self._count_names(scope, name) == 0
-
-
-def _assigned_names(statement: cst.BaseStatement) -> set[str]:
-    names: set[str] = set()
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return names
-
-    def collect(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            names.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                collect(element.value)
-
-    for small in statement.body:
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                collect(target.target)
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
-            collect(small.target)
-    return names
-
-
-def _loaded_names(statement: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-
-    class _Visitor(ReadOnlyVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            names.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-    statement.visit(_Visitor())
-    return names
+        return self.context.analysis.bindings.is_free(name, at) and count_names(scope, name) == 0

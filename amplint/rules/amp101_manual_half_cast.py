@@ -4,17 +4,12 @@ import re
 
 import libcst as cst
 
-from amplint.analysis.compat import parents
-from amplint.analysis.edits import remove_statement
-from amplint.analysis.names import dotted_name
-from amplint.analysis.scopes import index_of, statement_list
-from amplint.analysis.values import LOW_PRECISION, assigned_values, dtype_values
+from amplint.analysis.syntax import dotted_name, receiver_root
+from amplint.analysis.torch_api import HALF_TENSOR_TYPES, LOW_PRECISION
 from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.edits import remove_statement
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
-HALF_TENSOR_TYPES = frozenset(
-    {"torch.HalfTensor", "torch.cuda.HalfTensor", "torch.BFloat16Tensor", "torch.cuda.BFloat16Tensor"}
-)
 UPCASTS = frozenset({"float", "double"})
 SAVED = re.compile(r"state_dict|checkpoint|ckpt|deepcopy|ema|export", re.IGNORECASE)
 # A condition or function that talks about precision makes the cast a deliberate mode.
@@ -184,7 +179,7 @@ class ManualHalfCast(AnalysisRule):
         for arg in node.args:
             if arg.star or (arg.keyword is not None and arg.keyword.value != "dtype"):
                 continue
-            values = dtype_values(self.context, arg.value)
+            values = self.context.analysis.values.dtype_values(arg.value)
             if values and values <= LOW_PRECISION:
                 return arg
         return None
@@ -193,7 +188,7 @@ class ManualHalfCast(AnalysisRule):
         qualified = self.qualified_name(expr)
         if qualified in HALF_TENSOR_TYPES:
             return True
-        values = dtype_values(self.context, expr)
+        values = self.context.analysis.values.dtype_values(expr)
         return bool(values) and values <= LOW_PRECISION  # type: ignore[operator]
 
     def _applies(self, node: cst.Call) -> bool:
@@ -215,7 +210,7 @@ class ManualHalfCast(AnalysisRule):
         return not self._passed_to_frozen(node)
 
     def _is_round_trip(self, node: cst.Call) -> bool:
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         attribute = parent_of.get(node)
         call = parent_of.get(attribute) if isinstance(attribute, cst.Attribute) else None
         if not isinstance(call, cst.Call) or not isinstance(attribute, cst.Attribute):
@@ -223,11 +218,11 @@ class ManualHalfCast(AnalysisRule):
         if attribute.attr.value in UPCASTS:
             return True
         if attribute.attr.value == "to":
-            return any((dtype_values(self.context, arg.value) or set()) & {"float32", "float64"} for arg in call.args)
+            return any((self.context.analysis.values.dtype_values(arg.value) or set()) & {"float32", "float64"} for arg in call.args)
         return False
 
     def _in_saved_value(self, node: cst.CSTNode) -> bool:
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         current = parent_of.get(node)
         while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             if isinstance(current, cst.Call) and self.qualified_name(current.func) == "torch.save":
@@ -247,12 +242,10 @@ class ManualHalfCast(AnalysisRule):
     def _deliberate(self, node: cst.Call) -> bool:
         """A precision mode chosen on purpose, an inference pipeline, an evaluation, a test."""
         receiver = node.func.value  # type: ignore[attr-defined]
-        root = receiver
-        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
-            root = root.value if not isinstance(root, cst.Call) else root.func
+        root = receiver_root(receiver)
         if isinstance(root, cst.Name) and INFERENCE_RECEIVER.search(root.value):
             return True
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         child: cst.CSTNode = node
         current = parent_of.get(node)
         while current is not None:
@@ -281,18 +274,16 @@ class ManualHalfCast(AnalysisRule):
         """Is ``expr`` (or what its root name was bound to) a state dict, checkpoint or copy?"""
         if SAVED.search(self.context.module.code_for_node(expr)):
             return True
-        root = expr
-        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
-            root = root.value if not isinstance(root, cst.Call) else root.func
+        root = receiver_root(expr)
         if isinstance(root, cst.Name):
             return any(
                 SAVED.search(self.context.module.code_for_node(value))
-                for value in assigned_values(self.context, root)
+                for value in self.context.analysis.bindings.assigned_values(root)
             )
         return False
 
     def _in_module_class(self, node: cst.CSTNode) -> bool:
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         current = parent_of.get(node)
         while current is not None:
             if isinstance(current, cst.ClassDef):
@@ -310,7 +301,7 @@ class ManualHalfCast(AnalysisRule):
 
     def _find_frozen(self) -> set[str]:
         frozen: set[str] = set()
-        for call in index_of(self.context).calls:
+        for call in self.context.analysis.tree.index.calls:
             if (
                 isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "requires_grad_"
@@ -322,8 +313,8 @@ class ManualHalfCast(AnalysisRule):
                 if spelled:
                     frozen.add(spelled)
         # for p in X.parameters(): p.requires_grad = False
-        parent_of = parents(self.context)
-        for assign in index_of(self.context).assigns:
+        parent_of = self.context.analysis.tree.parents
+        for assign in self.context.analysis.tree.index.assigns:
             target = assign.targets[0].target
             if not (isinstance(target, cst.Attribute) and target.attr.value == "requires_grad"):
                 continue
@@ -341,7 +332,7 @@ class ManualHalfCast(AnalysisRule):
         return frozen
 
     def _passed_to_frozen(self, node: cst.Call) -> bool:
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         arg = parent_of.get(node)
         call = parent_of.get(arg) if isinstance(arg, cst.Arg) else None
         if not isinstance(call, cst.Call):
@@ -362,11 +353,12 @@ class ManualHalfCast(AnalysisRule):
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 replacement = node.with_changes(args=kept)
-        parent = parents(self.context).get(node)
+        tree = self.context.analysis.tree
+        parent = tree.parent(node)
         if isinstance(parent, cst.Expr) and replacement is receiver:
             # `model.half()` alone on a line: an in-place cast of a module; remove the line.
-            line = parents(self.context).get(parent)
-            located = statement_list(self.context, line) if isinstance(line, cst.SimpleStatementLine) else None
+            line = tree.parent(parent)
+            located = tree.statement_list(line) if isinstance(line, cst.SimpleStatementLine) else None
             if located is None or len(line.body) != 1:  # type: ignore[union-attr]
                 return None
             edit = remove_statement(self.context, line, located[0])  # type: ignore[arg-type]

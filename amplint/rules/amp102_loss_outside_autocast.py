@@ -3,11 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastBlock
-from amplint.analysis.edits import body_indent, lines_of, reindent
-from amplint.analysis.scopes import enclosing_scope, statement_list
-from amplint.analysis.training import is_loss_call
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
+from amplint.fixes.edits import body_indent, lines_of, reindent
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 
@@ -188,7 +186,7 @@ class LossOutsideAutocast(AnalysisRule):
         blocks = self.context.analysis.autocast.blocks_of(node)
         if not blocks or all(block.disabled for block in blocks):
             return
-        located = statement_list(self.context, node)
+        located = self.context.analysis.tree.statement_list(node)
         if located is None:
             return
         siblings, index = located
@@ -196,7 +194,7 @@ class LossOutsideAutocast(AnalysisRule):
         node.body.visit(bound)
         if not bound.names:
             return
-        scope = enclosing_scope(self.context, node)
+        scope = self.context.analysis.tree.scope_of(node)
         backwards = [
             call
             for call in self.context.analysis.training.scope_backward_calls(scope)
@@ -219,7 +217,7 @@ class LossOutsideAutocast(AnalysisRule):
         calls = _Calls()
         statement.visit(calls)
         for call in calls.calls:
-            if not is_loss_call(self.context, call):
+            if not self.context.analysis.training.is_loss_call(call):
                 continue
             arguments = _Calls()
             for arg in call.args:

@@ -2,10 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.edits import lines_of, reindent
-from amplint.analysis.scopes import statement_of
-from amplint.analysis.training import is_tensor_backward
-from amplint.diagnostics import Applicability
+from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.edits import lines_of, reindent
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 
@@ -103,15 +101,15 @@ class BackwardInsideAutocast(AnalysisRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_tensor_backward(self.context, node):
+        if not self.context.analysis.training.is_tensor_backward(node):
             return
         block = self.context.analysis.autocast.enclosing(node)
         if block is None or block.disabled:
             return
         self.report(node, fix=self._dedent_fix(node, block.statement))
 
-    def _dedent_fix(self, node: cst.Call, statement: cst.With):  # type: ignore[no-untyped-def]
-        line = statement_of(self.context, node)
+    def _dedent_fix(self, node: cst.Call, statement: cst.With) -> Fix | None:
+        line = self.context.analysis.tree.statement_of(node)
         body = statement.body
         if not isinstance(line, cst.SimpleStatementLine) or not isinstance(body, cst.IndentedBlock):
             return None
@@ -136,5 +134,5 @@ class BackwardInsideAutocast(AnalysisRule):
             and len(statement.body) == 1
             and isinstance(statement.body[0], cst.Expr)
             and isinstance(statement.body[0].value, cst.Call)
-            and is_tensor_backward(self.context, statement.body[0].value)
+            and self.context.analysis.training.is_tensor_backward(statement.body[0].value)
         )

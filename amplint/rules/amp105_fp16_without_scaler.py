@@ -3,7 +3,6 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastUse
-from amplint.analysis.scopes import enclosing_scope
 from amplint.rules.base import AnalysisRule, Invalid
 
 
@@ -122,7 +121,7 @@ class Fp16WithoutScaler(AnalysisRule):
                 continue
             if analysis.scalers.file_scales:
                 return
-            if not analysis.training.scope_backward_calls(enclosing_scope(self.context, node)):
+            if not analysis.training.scope_backward_calls(analysis.tree.scope_of(node)):
                 return
             self.report(
                 node,

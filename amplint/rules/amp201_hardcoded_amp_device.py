@@ -2,27 +2,24 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.autocast import NEW_ORDER, call_arguments
-from amplint.analysis.devices import runtime_import
-from amplint.analysis.names import dotted_name
-from amplint.analysis.values import bool_value
+from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, string_literal
+from amplint.analysis.torch_api import (
+    AUTOCAST_ORDER,
+    GRAD_SCALER_ORDER,
+    INIT_PROCESS_GROUP,
+    MODERN_AUTOCASTS,
+    MODERN_CUSTOM_AUTOGRAD,
+    MODERN_GRAD_SCALERS,
+)
 from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
-AUTOCASTS = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
-GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"})
-CUSTOM_AUTOGRAD = frozenset(
-    f"torch.amp{module}.{name}" for module in ("", ".autocast_mode") for name in ("custom_fwd", "custom_bwd")
-)
-INIT_PROCESS_GROUP = frozenset(
-    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
-)
-SCALER_ORDER = ("device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 # What the message calls each callable.
 _SHORT = {
-    **{name: "torch.autocast" for name in AUTOCASTS},
-    **{name: "torch.amp.GradScaler" for name in GRAD_SCALERS},
-    **{name: f"torch.amp.{name.rsplit('.', 1)[1]}" for name in CUSTOM_AUTOGRAD},
+    **{name: "torch.autocast" for name in MODERN_AUTOCASTS},
+    **{name: "torch.amp.GradScaler" for name in MODERN_GRAD_SCALERS},
+    **{name: f"torch.amp.{name.rsplit('.', 1)[1]}" for name in MODERN_CUSTOM_AUTOGRAD},
 }
 
 
@@ -34,13 +31,6 @@ DEVICE_STRING_CHOICE = r"""re:(?:cuda|cpu)['"]{1,3}(?:[\s\\)]|#[^\n]*(?![^\n]))*
 
 CUDA_LITERAL = r"""re:['"]cuda['"]"""
 STR_CALL = r"re:\bstr[\s\\]*\("
-
-
-def _literal(expr: cst.BaseExpression | None) -> str | None:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 class HardcodedAmpDevice(AnalysisRule):
@@ -293,13 +283,13 @@ class HardcodedAmpDevice(AnalysisRule):
         if qualified in INIT_PROCESS_GROUP:
             self._check_backend(node)
             return
-        if qualified in AUTOCASTS:
-            arguments = call_arguments(node, NEW_ORDER)
+        if qualified in MODERN_AUTOCASTS:
+            arguments = call_arguments(node, AUTOCAST_ORDER)
             device_key = "device_type"
-        elif qualified in GRAD_SCALERS:
-            arguments = call_arguments(node, SCALER_ORDER)
+        elif qualified in MODERN_GRAD_SCALERS:
+            arguments = call_arguments(node, GRAD_SCALER_ORDER)
             device_key = "device"
-        elif qualified in CUSTOM_AUTOGRAD:
+        elif qualified in MODERN_CUSTOM_AUTOGRAD:
             arguments = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
             device_key = "device_type"
         else:
@@ -307,10 +297,10 @@ class HardcodedAmpDevice(AnalysisRule):
         if arguments is None or device_key not in arguments:
             return
         device = arguments[device_key]
-        if qualified in AUTOCASTS and self._is_str_of_device(device):
+        if qualified in MODERN_AUTOCASTS and self._is_str_of_device(device):
             self._report_str_device(device)
             return
-        if _literal(device) != "cuda":
+        if string_literal(device) != "cuda":
             return
         devices = self.context.analysis.devices
         enabled = arguments.get("enabled")
@@ -359,7 +349,7 @@ class HardcodedAmpDevice(AnalysisRule):
                 return
             if (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value == "backend"):
                 backend = arg.value
-        if backend is None or _literal(backend) != "nccl":
+        if backend is None or string_literal(backend) != "nccl":
             return
         devices = self.context.analysis.devices
         if devices.in_device_condition(node):
@@ -373,7 +363,7 @@ class HardcodedAmpDevice(AnalysisRule):
         self.report(backend, message, fix=self._runtime_fix(backend, call, Applicability.SAFE))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        body, orelse = _literal(node.body), _literal(node.orelse)
+        body, orelse = string_literal(node.body), string_literal(node.orelse)
         if {body, orelse} != {"cuda", "cpu"}:
             return
         tested = self._cuda_string_test(node.test)
@@ -399,7 +389,7 @@ class HardcodedAmpDevice(AnalysisRule):
         if (
             isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1
-            and _literal(test.left) == "cuda"
+            and string_literal(test.left) == "cuda"
             and isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn))
         ):
             subject = test.comparisons[0].comparator
@@ -410,7 +400,7 @@ class HardcodedAmpDevice(AnalysisRule):
             and isinstance(test.func, cst.Attribute)
             and test.func.attr.value == "startswith"
             and len(test.args) == 1
-            and _literal(test.args[0].value) == "cuda"
+            and string_literal(test.args[0].value) == "cuda"
         ):
             subject = test.func.value
         if subject is None:
@@ -425,7 +415,7 @@ class HardcodedAmpDevice(AnalysisRule):
     # -- fixes -----------------------------------------------------------------------------
 
     def _runtime_fix(self, node: cst.CSTNode, replacement: str, applicability: Applicability) -> Fix | None:
-        imports = runtime_import(self.context)
+        imports = Importer(self.context).runtime()
         if imports is None:
             return None
         edits: list[Edit] = [self.context.replace(node, replacement), *imports]

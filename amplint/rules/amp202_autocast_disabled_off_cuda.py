@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.autocast import NEW_ORDER, OLD_ORDER, AutocastUse, call_arguments
-from amplint.analysis.devices import runtime_import
-from amplint.analysis.imports import module_binding
+from amplint.analysis.autocast import AutocastUse
+from amplint.analysis.syntax import call_arguments
+from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER
 from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 NULLCONTEXT = "contextlib.nullcontext"
@@ -186,7 +187,7 @@ class AutocastDisabledOffCuda(AnalysisRule):
         return expr, use
 
     def _fix(self, node: cst.IfExp, call: cst.Call, use: AutocastUse) -> Fix | None:
-        arguments = call_arguments(call, OLD_ORDER if use.deprecated else NEW_ORDER)
+        arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if use.deprecated else AUTOCAST_ORDER)
         if arguments is None:
             return None
         code = self.context.module.code_for_node
@@ -205,14 +206,14 @@ class AutocastDisabledOffCuda(AnalysisRule):
             parts.append(f"dtype={code(dtype)}")
         elif use.device_types == frozenset({"cuda"}):
             # CUDA autocast defaults to float16; the runtime would choose bfloat16 on Ampere+.
-            torch = module_binding(self.context, "torch", at=node)
+            torch = self.context.analysis.bindings.module_binding("torch", at=node)
             if torch is None:
                 return None
             parts.append(f"dtype={torch}.float16")
         for keyword in ("enabled", "cache_enabled"):
             if keyword in arguments:
                 parts.append(f"{keyword}={code(arguments[keyword])}")
-        imports = runtime_import(self.context)
+        imports = Importer(self.context).runtime()
         if imports is None:
             return None
         replacement = f"amplint.runtime.autocast({', '.join(parts)})"

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.scopes import enclosing_scope, statement_of
 from amplint.diagnostics import Applicability
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
@@ -127,12 +126,12 @@ class ClipWithoutUnscale(AnalysisRule):
         if self.qualified_name(node.func) not in CLIP_FUNCTIONS:
             return
         scalers = self.context.analysis.scalers
-        scope = enclosing_scope(self.context, node)
+        scope = self.context.analysis.tree.scope_of(node)
         position = self.context.span(node)[0]
         backwards = [
             (self.context.span(call)[0], scaler)
             for call, scaler in scalers.scaled_backwards
-            if enclosing_scope(self.context, call) is scope and self.context.span(call)[0] < position
+            if self.context.analysis.tree.scope_of(call) is scope and self.context.span(call)[0] < position
         ]
         if not backwards:
             return
@@ -145,7 +144,7 @@ class ClipWithoutUnscale(AnalysisRule):
             return
         step = min(steps, key=lambda c: self.context.span(c.call)[0])
         fix = None
-        statement = statement_of(self.context, node)
+        statement = self.context.analysis.tree.statement_of(node)
         if step.optimizer is not None and statement is not None:
             line_start = self.context.line_start(self.context.span(statement)[0])
             indent = self.context.indentation(statement)

@@ -2,16 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.autocast import AutocastBlock, call_arguments
-from amplint.analysis.imports import module_binding
-from amplint.analysis.scopes import enclosing_scope
-from amplint.analysis.values import bool_value, mentions
+from amplint.analysis.autocast import AutocastBlock
+from amplint.analysis.syntax import bool_value, call_arguments, mentions
+from amplint.analysis.torch_api import positional_order
 from amplint.diagnostics import Applicability, Fix
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
-NEW_ORDER = ("device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
-OLD_ORDER = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 
 
 class ScalerWithBfloat16(AnalysisRule):
@@ -125,14 +122,14 @@ class ScalerWithBfloat16(AnalysisRule):
         scalers = self.context.analysis.scalers
         if not scalers.is_construction(node):
             return
-        deprecated = (self.qualified_name(node.func) or "").startswith(("torch.cuda.", "torch.cpu."))
-        arguments = call_arguments(node, OLD_ORDER if deprecated else NEW_ORDER)
+        order = positional_order(self.qualified_name(node.func) or "")
+        arguments = call_arguments(node, order) if order is not None else None
         if arguments is None:
             return
         enabled = arguments.get("enabled")
         if enabled is not None and (bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS)):
             return
-        scope = enclosing_scope(self.context, node)
+        scope = self.context.analysis.tree.scope_of(node)
         blocks = [b for b in self.context.analysis.autocast.blocks_in(scope) if not b.disabled and not b.use.method]
         bf16_blocks = [b for b in blocks if b.use.dtypes is not None and "bfloat16" in b.use.dtypes]
         if not bf16_blocks or any(b.use.dtypes is None for b in blocks):
@@ -148,9 +145,9 @@ class ScalerWithBfloat16(AnalysisRule):
         if use.dtypes == frozenset({"bfloat16"}):
             condition = "False"
         else:
-            if not isinstance(use.dtype_expr, cst.Name) or not self._visible_before(use.dtype_expr, node):
+            if not isinstance(use.dtype_expr, cst.Name) or not self.context.analysis.bindings.assigned_before(use.dtype_expr, node):
                 return None
-            torch = module_binding(self.context, "torch", at=node)
+            torch = self.context.analysis.bindings.module_binding("torch", at=node)
             if torch is None:
                 return None
             test = f"{use.dtype_expr.value} == {torch}.float16"

@@ -4,11 +4,9 @@ import re
 
 import libcst as cst
 
-from amplint.analysis.names import dotted_name, last_name
 from amplint.analysis.scalers import ScalerCall
-from amplint.analysis.scopes import enclosing_scope, statement_list, statement_of
-from amplint.analysis.training import is_optimizer_construction, is_optimizer_name
-from amplint.analysis.values import assigned_values
+from amplint.analysis.syntax import dotted_name, last_name
+from amplint.analysis.training import is_optimizer_name
 from amplint.diagnostics import Applicability, Fix
 from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
 
@@ -152,8 +150,8 @@ class ScalerStepProtocol(AnalysisRule):
         )
 
     def _add_update_fix(self, call: ScalerCall) -> Fix | None:
-        statement = statement_of(self.context, call.call)
-        located = statement_list(self.context, statement) if statement is not None else None
+        statement = self.context.analysis.tree.statement_of(call.call)
+        located = self.context.analysis.tree.statement_list(statement) if statement is not None else None
         if located is None:
             return None
         siblings, _ = located
@@ -184,24 +182,24 @@ class ScalerStepProtocol(AnalysisRule):
 
     def _is_optimizer(self, receiver: cst.BaseExpression) -> bool:
         name = last_name(receiver) or ""
-        values = assigned_values(self.context, receiver) if isinstance(receiver, cst.Name) else []
+        values = self.context.analysis.bindings.assigned_values(receiver) if isinstance(receiver, cst.Name) else []
         if any(isinstance(v, cst.Call) and WRAPPERS.search(self.context.module.code_for_node(v.func)) for v in values):
             return False
-        return is_optimizer_name(name) or any(is_optimizer_construction(self.context, v) for v in values)
+        return is_optimizer_name(name) or any(self.context.analysis.training.is_optimizer_construction(v) for v in values)
 
     def _check_bare_step(self, node: cst.Call) -> None:
         scalers = self.context.analysis.scalers
-        scope = enclosing_scope(self.context, node)
-        statement = statement_of(self.context, node)
+        scope = self.context.analysis.tree.scope_of(node)
+        statement = self.context.analysis.tree.statement_of(node)
         if statement is None:
             return
         for backward, scaler in scalers.scaled_backwards:
-            if enclosing_scope(self.context, backward) is not scope:
+            if self.context.analysis.tree.scope_of(backward) is not scope:
                 continue
             if any(c.method == "step" and c.scaler == scaler for c in scalers.in_scope(scope)):
                 continue
-            backward_statement = statement_of(self.context, backward)
-            located = statement_list(self.context, backward_statement) if backward_statement else None
+            backward_statement = self.context.analysis.tree.statement_of(backward)
+            located = self.context.analysis.tree.statement_list(backward_statement) if backward_statement else None
             if located is None:
                 continue
             siblings, index = located
@@ -228,9 +226,7 @@ class ScalerStepProtocol(AnalysisRule):
 
     def _path_within(self, statement: cst.CSTNode, later: object) -> list[cst.CSTNode] | None:
         """The compound statements between one of ``later`` and ``statement`` (None if not under them)."""
-        from amplint.analysis.compat import parents
-
-        parent_of = parents(self.context)
+        parent_of = self.context.analysis.tree.parents
         chain: list[cst.CSTNode] = []
         current: cst.CSTNode | None = statement
         while current is not None:
@@ -246,8 +242,8 @@ class ScalerStepProtocol(AnalysisRule):
     # -- double unscale_ -------------------------------------------------------------------------
 
     def _check_double_unscale(self, call: ScalerCall) -> None:
-        statement = statement_of(self.context, call.call)
-        located = statement_list(self.context, statement) if statement is not None else None
+        statement = self.context.analysis.tree.statement_of(call.call)
+        located = self.context.analysis.tree.statement_list(statement) if statement is not None else None
         if located is None:
             return
         siblings, index = located
@@ -262,7 +258,7 @@ class ScalerStepProtocol(AnalysisRule):
                     other.method == "unscale_"
                     and other.scaler == call.scaler
                     and other.optimizer == call.optimizer
-                    and statement_of(self.context, other.call) is previous
+                    and self.context.analysis.tree.statement_of(other.call) is previous
                 ):
                     self.report(
                         call.call,

@@ -1,0 +1,213 @@
+"""What a name is bound to: one reader of libcst's scope analysis for every rule.
+
+A *binding* of a name is one libcst assignment of it in the scope where it is read: an
+assignment statement, an import, a parameter, a loop or ``with`` target, a ``def``...
+Rules ask for the values a name can hold only through the three questions below, all
+derived from the same list of bindings:
+
+- ``single_value(name)``: the one value of a name bound exactly once, by ``name = value``
+  (one target) or ``name: T = value``; else None.
+- ``plain_values(name)``: every value, when each binding is such a plain assignment;
+  None when any binding is something else (an import, a loop target, unpacking, ``+=``,
+  a parameter, a ``def``).
+- ``assigned_values(name)``: the values of the bindings that are assignment statements
+  (the whole right-hand side for tuple unpacking), the others skipped.
+
+The scope analysis is the largest single cost of a file; it runs only when one of these
+is first asked.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+
+import libcst as cst
+from libcst.metadata import Assignment, BaseAssignment, ImportAssignment, Scope, ScopeProvider
+
+from amplint.analysis.syntax import dotted_name
+from amplint.analysis.tree import Tree
+from amplint.engine.context import SourceContext
+
+
+class Bindings:
+    """The bindings of names in one file (``context.analysis.bindings``)."""
+
+    def __init__(self, source: SourceContext, tree: Tree) -> None:
+        self.source = source
+        self.tree = tree
+
+    @functools.cached_property
+    def _scopes(self) -> Mapping[cst.CSTNode, Scope | None]:
+        return self.source.metadata(ScopeProvider)
+
+    def scope(self, node: cst.CSTNode) -> Scope | None:
+        """libcst's scope in which ``node`` is evaluated."""
+        return self._scopes.get(node)
+
+    def of(self, at: cst.CSTNode, spelled: str | None = None) -> list[BaseAssignment]:
+        """Every binding of the name ``spelled`` in the scope of ``at`` (by default ``at`` is
+        a Name, and ``spelled`` its identifier)."""
+        if spelled is None:
+            spelled = cst.ensure_type(at, cst.Name).value
+        scope = self._scopes.get(at)
+        return list(scope[spelled]) if scope is not None else []
+
+    def assignments(self, at: cst.CSTNode, spelled: str | None = None) -> list[Assignment]:
+        """The bindings ``of`` returns that code in this file makes (not imports, not builtins)."""
+        return [
+            binding
+            for binding in self.of(at, spelled)
+            if isinstance(binding, Assignment) and not isinstance(binding, ImportAssignment)
+        ]
+
+    # -- values ---------------------------------------------------------------------------
+
+    def _plain_value(self, binding: BaseAssignment) -> cst.BaseExpression | None:
+        """The value of ``name = value`` (one target) or ``name: T = value``, else None."""
+        if not isinstance(binding, Assignment):
+            return None
+        target = binding.node
+        parent = self.tree.parent(target)
+        if isinstance(parent, cst.AssignTarget):
+            statement = self.tree.parent(parent)
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+                return statement.value
+        if isinstance(parent, cst.AnnAssign) and parent.target is target and parent.value is not None:
+            return parent.value
+        return None
+
+    def single_value(self, name: cst.Name) -> cst.BaseExpression | None:
+        bindings = self.of(name)
+        return self._plain_value(bindings[0]) if len(bindings) == 1 else None
+
+    def plain_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        values: list[cst.BaseExpression] = []
+        for binding in self.of(name):
+            value = self._plain_value(binding)
+            if value is None:
+                return None
+            values.append(value)
+        return values or None
+
+    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+        values: list[cst.BaseExpression] = []
+        for binding in self.of(name):
+            if not isinstance(binding, Assignment):
+                continue
+            parent = self.tree.parent(binding.node)
+            # `model, optimizer = wrap(model, optimizer)`: the whole right-hand side.
+            while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+                parent = self.tree.parent(parent)
+            statement = self.tree.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
+            if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is not None:
+                values.append(statement.value)
+        return values
+
+    def assigned_before(self, name: cst.Name, at: cst.CSTNode) -> bool:
+        """Is every binding of ``name`` in ``at``'s scope made by code that starts before ``at``?"""
+        scope = self._scopes.get(at)
+        if scope is None:
+            return False
+        assignments = [binding for binding in scope[name.value] if isinstance(binding, Assignment)]
+        start = self.source.span(at)[0]
+        return bool(assignments) and all(self.source.span(binding.node)[0] < start for binding in assignments)
+
+    def assigned_targets(self, is_value: Callable[[cst.BaseExpression], bool]) -> frozenset[str]:
+        """Dotted targets (``scaler``, ``self.scaler``) of assignment statements whose value
+        ``is_value`` accepts, anywhere in the file."""
+        names = set()
+        for assign in self.tree.index.assigns:
+            if is_value(assign.value):
+                for target in assign.targets:
+                    spelled = dotted_name(target.target)
+                    if spelled:
+                        names.add(spelled)
+        return frozenset(names)
+
+    # -- imports ----------------------------------------------------------------------------
+
+    def import_binding(self, node: cst.CSTNode) -> ImportAssignment | None:
+        """The one import that binds the root name of ``node``, when that is certain."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return None
+        bindings = self.of(root)
+        if len(bindings) != 1 or not isinstance(bindings[0], ImportAssignment):
+            return None
+        return bindings[0]
+
+    def imports_of(self, statement: cst.Import | cst.ImportFrom, bound: str) -> list[ImportAssignment]:
+        """The bindings of ``bound`` that ``statement`` makes."""
+        scope = self._scopes.get(statement)
+        return [
+            binding
+            for binding in (scope[bound] if scope is not None else ())
+            if isinstance(binding, ImportAssignment) and binding.node is statement
+        ]
+
+    def module_binding(self, module: str, at: cst.CSTNode | None = None) -> str | None:
+        """The name that denotes top-level package ``module`` at ``at`` (module scope if None).
+
+        ``import torch`` and ``import torch.nn`` bind ``torch``; ``import torch as th``
+        binds ``th``. A candidate counts only if every binding visible at the use site is
+        such a module-level import (a parameter or assignment named ``torch`` shadows it).
+        """
+        scope = self._scopes.get(at) if at is not None else self._scopes.get(self.source.module)
+        if scope is None:
+            return None
+        global_scope = scope.globals
+        candidates: list[str] = []
+        for name in sorted(_module_import_names(self.source.module, module)):
+            bindings = list(scope[name])
+            if bindings and all(
+                isinstance(binding, ImportAssignment)
+                and binding.scope is global_scope
+                and _imports_module(binding.node, module)
+                for binding in bindings
+            ):
+                candidates.append(name)
+        if module in candidates:
+            return module
+        return candidates[0] if candidates else None
+
+    def is_free(self, name: str, at: cst.CSTNode) -> bool:
+        """True when ``name`` is bound nowhere visible from ``at`` (so an import may bind it)."""
+        scope = self._scopes.get(at)
+        if scope is None:
+            return False
+        return not list(scope[name]) and not list(scope.globals[name])
+
+
+def _imports_module(statement: cst.CSTNode, module: str) -> bool:
+    if not isinstance(statement, cst.Import):
+        return False
+    for alias in statement.names:
+        dotted = cst.helpers.get_full_name_for_node(alias.name)
+        if dotted is None:
+            continue
+        if alias.asname is None and (dotted == module or dotted.startswith(module + ".")):
+            return True
+        if alias.asname is not None and dotted == module:
+            return True
+    return False
+
+
+def _module_import_names(tree: cst.Module, module: str) -> set[str]:
+    """Names top-level ``import`` lines bind to ``module`` (``torch``, or an alias)."""
+    names: set[str] = set()
+    for statement in tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                dotted = cst.helpers.get_full_name_for_node(alias.name) or ""
+                if alias.asname is not None and dotted == module:
+                    names.add(cst.ensure_type(alias.asname.name, cst.Name).value)
+                elif alias.asname is None and (dotted == module or dotted.startswith(module + ".")):
+                    names.add(module)
+    return names

@@ -1,0 +1,90 @@
+"""Edits that fixes share: whole lines, re-indentation, statement removal, call pieces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from amplint.diagnostics import Edit
+from amplint.engine.context import SourceContext
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def lines_of(context: SourceContext, first: cst.CSTNode, last: cst.CSTNode | None = None) -> tuple[int, int]:
+    """Offsets of the whole lines from ``first``'s first line to ``last``'s last line."""
+    start = context.line_start(context.span(first)[0])
+    end_node = last if last is not None else first
+    return start, context.line_end(context.span(end_node)[1] - 1)
+
+
+def reindent(text: str, old: str, new: str) -> str | None:
+    """Move lines from indentation ``old`` to ``new``; None if a line is indented less."""
+    result = []
+    for line in text.splitlines(keepends=True):
+        if not line.strip():
+            result.append(line)
+        elif line.startswith(old):
+            result.append(new + line[len(old) :])
+        else:
+            return None
+    return "".join(result)
+
+
+def body_indent(context: SourceContext, block: cst.BaseSuite) -> str | None:
+    """The indentation of a block's statements (None for a one-line suite)."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return None
+    return context.indentation(block.body[0])
+
+
+def indent_unit(context: SourceContext) -> str:
+    """One level of the file's indentation (four spaces when libcst cannot tell)."""
+    default = context.module.default_indent
+    return default if default.strip() == "" and default else "    "
+
+
+def remove_statement(context: SourceContext, statement: cst.BaseStatement, siblings: Sequence[cst.BaseStatement]) -> Edit:
+    """Delete a statement's lines, or turn it into ``pass`` when it is alone in its block."""
+    if len(siblings) == 1 and not isinstance(statement, cst.BaseCompoundStatement):
+        assert isinstance(statement, cst.SimpleStatementLine)
+        start, end = context.span(statement.body[0])
+        return context.edit(start, context.span(statement.body[-1])[1], "pass")
+    start, end = lines_of(context, statement)
+    return context.edit(start, end, "")
+
+
+# -- pieces of calls ----------------------------------------------------------------------------
+
+
+def string(value: str) -> cst.SimpleString:
+    """A double-quoted string literal."""
+    return cst.SimpleString(f'"{value}"')
+
+
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value``, spaced as PEP 8 spaces keyword arguments."""
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+    )
+
+
+def as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
+    """A positional argument turned into ``name=...``, keeping its value and comma."""
+    return arg.with_changes(
+        keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
+    )
+
+
+def with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """``args`` with a comma after every argument but the last (existing commas kept)."""
+    result: list[cst.Arg] = []
+    for index, arg in enumerate(args):
+        if index < len(args) - 1 and not isinstance(arg.comma, cst.Comma):
+            arg = arg.with_changes(comma=_COMMA)
+        result.append(arg)
+    return result
