@@ -1,8 +1,7 @@
 """The analysis layer: facts about a file that several rules share, computed once.
 
 Rules ask ``context.analysis`` (a :class:`FileAnalysis`) and nothing else. Each part is
-built on first use, once per file, from the parts below it, so the dependencies form a
-chain with no cycle::
+built from the parts below it, so the dependencies form a chain with no cycle::
 
     tree ─ names ─ bindings ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices
 
@@ -14,8 +13,6 @@ itself is data, in ``torch_api``.
 """
 
 from __future__ import annotations
-
-import functools
 
 from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
@@ -30,43 +27,17 @@ from amplint.engine.context import SourceContext
 
 
 class FileAnalysis:
-    """Every shared fact about one file, each computed on first use."""
+    """Every shared fact about one file. Building the parts costs nothing: each computes
+    what it is asked, on first use."""
 
     def __init__(self, source: SourceContext) -> None:
         self.source = source
-
-    @functools.cached_property
-    def tree(self) -> Tree:
-        return Tree(self.source)
-
-    @functools.cached_property
-    def names(self) -> NameResolver:
-        return NameResolver(self.source, self.tree)
-
-    @functools.cached_property
-    def bindings(self) -> Bindings:
-        return Bindings(self.source, self.tree)
-
-    @functools.cached_property
-    def values(self) -> Values:
-        return Values(self.names, self.bindings)
-
-    @functools.cached_property
-    def compat(self) -> Compat:
-        return Compat(self.tree, self.names)
-
-    @functools.cached_property
-    def training(self) -> TrainingAnalysis:
-        return TrainingAnalysis(self.source, self.tree, self.names, self.bindings)
-
-    @functools.cached_property
-    def autocast(self) -> AutocastAnalysis:
-        return AutocastAnalysis(self.tree, self.names, self.bindings, self.values)
-
-    @functools.cached_property
-    def scalers(self) -> ScalerAnalysis:
-        return ScalerAnalysis(self.tree, self.names, self.bindings, self.training)
-
-    @functools.cached_property
-    def devices(self) -> DeviceAnalysis:
-        return DeviceAnalysis(self.source, self.tree, self.names, self.bindings)
+        self.tree = Tree(source)
+        self.names = NameResolver(source, self.tree)
+        self.bindings = Bindings(source, self.tree)
+        self.values = Values(self.names, self.bindings)
+        self.compat = Compat(self.tree, self.names)
+        self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
+        self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.values)
+        self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.training)
+        self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings)

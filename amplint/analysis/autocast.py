@@ -44,8 +44,9 @@ autocasts may be selected, the sets are their union (unknown if any is unknown).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import libcst as cst
 
@@ -66,6 +67,8 @@ from amplint.analysis.values import Values
 NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
 PARTIALS = frozenset({"functools.partial"})
 _MAX_DEPTH = 6
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -131,14 +134,14 @@ class _NoOp:
 _NO_OP = _NoOp()
 
 
+@dataclass(eq=False)
 class AutocastAnalysis:
     """Autocast blocks of one file (``context.analysis.autocast``)."""
 
-    def __init__(self, tree: Tree, names: NameResolver, bindings: Bindings, values: Values) -> None:
-        self.tree = tree
-        self.names = names
-        self.bindings = bindings
-        self.values = values
+    tree: Tree
+    names: NameResolver
+    bindings: Bindings
+    values: Values
 
     # -- classification -------------------------------------------------------------------
 
@@ -203,13 +206,21 @@ class AutocastAnalysis:
         # One autocast branch is enough, whatever the other is (RULES.md).
         return replace(merge(uses), conditional=expr)
 
-    def _from_bindings(self, name: cst.Name, depth: int) -> AutocastUse | _NoOp | None:
+    def _bound(self, name: cst.Name, depth: int, classify: Callable[[cst.BaseExpression, int], T | None]) -> list[T] | None:
+        """What each binding of ``name`` is, when every binding is a plain assignment that
+        ``classify`` recognises; None when one is bound to something else on some path."""
         values = self.bindings.plain_values(name)
         if values is None:
             return None
-        found = [self._context_value(value, depth + 1) for value in values]
+        found = [classify(value, depth + 1) for value in values]
         if any(value is None for value in found):
-            return None  # bound to something else on some path
+            return None
+        return [value for value in found if value is not None]
+
+    def _from_bindings(self, name: cst.Name, depth: int) -> AutocastUse | _NoOp | None:
+        found = self._bound(name, depth, self._context_value)
+        if found is None:
+            return None
         uses = [value for value in found if isinstance(value, AutocastUse)]
         return merge(uses) if uses else _NO_OP
 
@@ -223,11 +234,8 @@ class AutocastAnalysis:
         return _Choice(self, factories, func)
 
     def _factory_from_bindings(self, name: cst.Name, depth: int) -> _Factory | _NoOp | None:
-        values = self.bindings.plain_values(name)
-        if values is None:
-            return None
-        found = [self._factory(value, depth + 1) for value in values]
-        if any(value is None for value in found):
+        found = self._bound(name, depth, self._factory)
+        if found is None:
             return None
         factories = [value for value in found if isinstance(value, _Factory)]
         if not factories:

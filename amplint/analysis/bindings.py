@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import Assignment, BaseAssignment, ImportAssignment, Scope, ScopeProvider
@@ -30,12 +31,12 @@ from amplint.analysis.tree import Tree
 from amplint.engine.context import SourceContext
 
 
+@dataclass(eq=False)
 class Bindings:
     """The bindings of names in one file (``context.analysis.bindings``)."""
 
-    def __init__(self, source: SourceContext, tree: Tree) -> None:
-        self.source = source
-        self.tree = tree
+    source: SourceContext
+    tree: Tree
 
     @functools.cached_property
     def _scopes(self) -> Mapping[cst.CSTNode, Scope | None]:

@@ -8,6 +8,7 @@ to run on versions where the replacement is missing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -30,12 +31,12 @@ class _NameCollector(ReadOnlyVisitor):
         self.nodes.append(node)
 
 
+@dataclass(eq=False)
 class Compat:
     """Compatibility fallbacks in one file (``context.analysis.compat``)."""
 
-    def __init__(self, tree: Tree, names: NameResolver) -> None:
-        self.tree = tree
-        self.names = names
+    tree: Tree
+    names: NameResolver
 
     def uses(self, subtree: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
         """Does ``subtree`` reference (or import from) anything ``is_replacement`` accepts?"""

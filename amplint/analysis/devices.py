@@ -18,7 +18,7 @@ Analysis API (``context.analysis.devices``):
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import Assignment
@@ -108,16 +108,16 @@ class _Occurrences(ReadOnlyVisitor):
         return False
 
 
+@dataclass(eq=False)
 class DeviceAnalysis:
     """Device facts of one file (``context.analysis.devices``)."""
 
-    def __init__(self, source: SourceContext, tree: Tree, names: NameResolver, bindings: Bindings) -> None:
-        self.source = source
-        self.tree = tree
-        self.names = names
-        self.bindings = bindings
-        self._occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = {}
-        self._class_cache: dict[cst.ClassDef, bool] = {}
+    source: SourceContext
+    tree: Tree
+    names: NameResolver
+    bindings: Bindings
+    _occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = field(default_factory=dict, init=False, repr=False)
+    _class_cache: dict[cst.ClassDef, bool] = field(default_factory=dict, init=False, repr=False)
 
     # -- scopes ----------------------------------------------------------------------------
 

@@ -192,6 +192,17 @@ _READ_PARENTS = (
 )
 
 
+# Parents in which a Name is read in one field and bound (or declared) in the others.
+_READ_FIELD: dict[type[cst.CSTNode], str] = {
+    cst.WithItem: "item",
+    cst.Assign: "value",
+    cst.AnnAssign: "value",
+    cst.Subscript: "value",
+    cst.Param: "default",
+    cst.ExceptHandler: "type",
+}
+
+
 def _role(name: cst.Name, tree: Tree) -> str:
     """"read"; "import" (bound by an import); "name" (a keyword's name, which the scope
     analysis resolves by its spelling like a read); "harmless" (an attribute's name or an
@@ -210,10 +221,9 @@ def _role(name: cst.Name, tree: Tree) -> str:
         return "read" if parent.value is name else "name"
     if isinstance(parent, cst.ImportFrom):
         return "harmless" if parent.module is name else "other"
-    if isinstance(parent, cst.WithItem):
-        return "read" if parent.item is name else "other"
-    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-        return "read" if parent.value is name else "other"
+    read_field = _READ_FIELD.get(type(parent)) if parent is not None else None
+    if read_field is not None:
+        return "read" if getattr(parent, read_field) is name else "other"
     if isinstance(parent, (cst.ImportAlias, cst.AsName)):
         current: cst.CSTNode | None = parent
         while current is not None and not isinstance(current, (cst.Import, cst.ImportFrom)):
@@ -221,12 +231,6 @@ def _role(name: cst.Name, tree: Tree) -> str:
         if current is None:
             return "other"  # `except E as name`, `with x as name`
         return "import"
-    if isinstance(parent, cst.Subscript):
-        return "read" if parent.value is name else "other"
-    if isinstance(parent, cst.Param):
-        return "read" if parent.default is name else "other"
-    if isinstance(parent, cst.ExceptHandler):
-        return "read" if parent.type is name else "other"
     if isinstance(parent, cst.Annotation):
         return "read"
     if isinstance(parent, (cst.Element, cst.StarredElement)):

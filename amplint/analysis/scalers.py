@@ -29,14 +29,14 @@ class ScalerCall:
     optimizer: str | None  # dotted spelling of the optimizer argument, when there is one
 
 
+@dataclass(eq=False)
 class ScalerAnalysis:
     """GradScalers of one file (``context.analysis.scalers``)."""
 
-    def __init__(self, tree: Tree, names: NameResolver, bindings: Bindings, training: TrainingAnalysis) -> None:
-        self.tree = tree
-        self.names = names
-        self.bindings = bindings
-        self.training = training
+    tree: Tree
+    names: NameResolver
+    bindings: Bindings
+    training: TrainingAnalysis
 
     def is_construction(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and self.names.resolve(node.func) in GRAD_SCALERS

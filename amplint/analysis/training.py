@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -79,14 +80,14 @@ def _is_modulo(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
 
 
+@dataclass(eq=False)
 class TrainingAnalysis:
     """Training facts of one file (``context.analysis.training``)."""
 
-    def __init__(self, source: SourceContext, tree: Tree, names: NameResolver, bindings: Bindings) -> None:
-        self.source = source
-        self.tree = tree
-        self.names = names
-        self.bindings = bindings
+    source: SourceContext
+    tree: Tree
+    names: NameResolver
+    bindings: Bindings
 
     # -- what a call or value is -------------------------------------------------------------
 

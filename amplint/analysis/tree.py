@@ -67,9 +67,13 @@ class Tree:
 
     def __init__(self, source: SourceContext) -> None:
         self.source = source
-        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = source.parents
         self._statements: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
         self._scopes: dict[cst.CSTNode, ScopeNode] = {}
+
+    @property
+    def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
+        """Every node's parent (formatting nodes left out), in visiting order."""
+        return self.source.parents
 
     @functools.cached_property
     def index(self) -> FileIndex:

@@ -92,8 +92,27 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT]):
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        code: str | None = None,
+        name: str | None = None,
+        summary: str | None = None,
+        fix: Applicability | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A rule's identity may be given in its class header: ``class MyRule(AnalysisRule,
+        code="AMP123", name="my-rule", summary="...", fix=Applicability.SAFE)``; ``fix`` is
+        the applicability of the fixes it sometimes offers."""
         super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+        if name is not None:
+            cls.name = name
+        if summary is not None:
+            cls.summary = summary
+        if fix is not None:
+            cls.fix_availability, cls.fix_applicability = FixAvailability.SOMETIMES, fix
         if cls.__dict__.get("abstract", False):
             return
         for attribute in ("code", "name", "summary", "triggers"):
@@ -159,7 +178,7 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT]):
 # -- the engine's own findings ----------------------------------------------------------------
 
 
-class SyntaxErrorRule(Rule[SourceContext]):
+class SyntaxErrorRule(Rule[SourceContext], code="AMP900", name="syntax-error"):
     """## What it does
     Reports a file that amplint cannot analyse: it does not parse, it cannot be decoded
     (UTF-8 by default; a PEP 263 coding cookie and a UTF-8 BOM are honoured), it cannot
@@ -202,14 +221,12 @@ class SyntaxErrorRule(Rule[SourceContext]):
     or silenced with `per-file-ignores = {"legacy/*.py" = ["AMP900"]}`.
     """
 
-    code = "AMP900"
-    name = "syntax-error"
     summary = "File cannot be decoded, read or parsed"
     triggers = frozenset()
     engine_code = True
 
 
-class InternalErrorRule(Rule[SourceContext]):
+class InternalErrorRule(Rule[SourceContext], code="AMP999", name="internal-error"):
     """## What it does
     Reports a bug in amplint itself: a rule raised an exception on this file, or the
     worker process analysing it died. The message names the rule and the exception;
@@ -224,8 +241,6 @@ class InternalErrorRule(Rule[SourceContext]):
     No fix. This code cannot be selected away: an internal error always fails the run.
     """
 
-    code = "AMP999"
-    name = "internal-error"
     summary = "amplint failed on this file"
     triggers = frozenset()
     engine_code = True

@@ -23,7 +23,7 @@ from amplint.analysis.torch_api import (
 from amplint.diagnostics import Applicability, Edit
 from amplint.fixes.edits import as_keyword, keyword_arg, string, with_commas
 from amplint.fixes.importer import Importer, bound_name
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 # unittest's isinstance assertions take the type second, like isinstance itself.
 TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
@@ -47,7 +47,7 @@ class Plan:
     isolation: str | None = None
 
 
-class DeprecatedAmpNamespace(AnalysisRule):
+class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-namespace", summary="Deprecated `torch.cuda.amp` / `torch.cpu.amp` API", fix=Applicability.SAFE):
     """## What it does
     Flags every use of the `torch.cuda.amp` and `torch.cpu.amp` APIs that PyTorch 2.4
     deprecated: `autocast`, `GradScaler`, `custom_fwd` and `custom_bwd` — called, used
@@ -112,14 +112,9 @@ class DeprecatedAmpNamespace(AnalysisRule):
       when needed. If `torch` is bound to something else, no fix is offered.
     """
 
-    code = "AMP001"
-    name = "deprecated-amp-namespace"
-    summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     triggers = frozenset({"amp"})
     # Pre-filter: the deprecated namespaces are torch.cuda.amp and torch.cpu.amp.
     requires = (frozenset({"cuda", "cpu"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         "import torch\nwith torch.amp.autocast('cuda'):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",

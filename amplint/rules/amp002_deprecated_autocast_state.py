@@ -5,14 +5,14 @@ import libcst as cst
 from amplint.analysis.torch_api import DEPRECATED_STATE_FUNCTIONS, STATE_REPLACEMENTS
 from amplint.diagnostics import Applicability
 from amplint.fixes.edits import string, with_commas
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 
 def is_state_replacement(name: str) -> bool:
     return name in STATE_REPLACEMENTS
 
 
-class DeprecatedAutocastState(AnalysisRule):
+class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-autocast-state", summary="Deprecated autocast state function", fix=Applicability.SAFE):
     """## What it does
     Flags calls of the device-specific autocast state functions that PyTorch 2.4
     deprecated: `torch.get_autocast_gpu_dtype()`, `torch.get_autocast_cpu_dtype()`,
@@ -50,12 +50,7 @@ class DeprecatedAutocastState(AnalysisRule):
     Safe: the replacement is the exact function the deprecated one forwards to.
     """
 
-    code = "AMP002"
-    name = "deprecated-autocast-state"
-    summary = "Deprecated autocast state function"
     triggers = frozenset(old.removeprefix("torch.") for old in DEPRECATED_STATE_FUNCTIONS)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         "import torch\nenabled = torch.is_autocast_enabled()\n",

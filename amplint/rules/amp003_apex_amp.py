@@ -9,7 +9,7 @@ from amplint.analysis.syntax import assigned_names, constant, count_names, dotte
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.edits import indent_unit, lines_of, reindent
 from amplint.fixes.importer import Importer
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 RECIPE = (
     'native AMP: `scaler = torch.amp.GradScaler("cuda")`, forward pass and loss under '
@@ -38,7 +38,7 @@ def _is_apex_amp_module(name: str | None) -> bool:
     return name is not None and (name == "apex.amp" or name.startswith("apex.amp."))
 
 
-class ApexAmp(AnalysisRule):
+class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no longer exists", fix=Applicability.UNSAFE):
     """## What it does
     Flags every use of NVIDIA apex's `apex.amp`: `from apex import amp`,
     `import apex.amp [as x]`, `from apex.amp import ...`, and uses of its members
@@ -119,14 +119,9 @@ class ApexAmp(AnalysisRule):
     message without a fix.
     """
 
-    code = "AMP003"
-    name = "apex-amp"
-    summary = "apex.amp no longer exists"
     triggers = frozenset({"apex"})
     # Pre-filter: every spelling of apex.amp names `amp` (apex's other packages do not).
     requires = (frozenset({"amp"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         "import apex as amp\nmodel = amp.initialize(model)\n",
@@ -221,11 +216,7 @@ class ApexAmp(AnalysisRule):
         self._skip -= 1
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self._skip:
-            return
-        member = self._member(node)
-        if member is not None:
-            self._uses.append(_Use(node, member))
+        if self._collect(node):
             self._recorded.add(node)
             self._skip += 1
 
@@ -234,13 +225,20 @@ class ApexAmp(AnalysisRule):
             self._skip -= 1
 
     def visit_Name(self, node: cst.Name) -> None:
+        self._collect(node)
+
+    def _collect(self, node: cst.Name | cst.Attribute) -> bool:
+        """Record a use of an apex.amp member (True: nothing inside it is another use), or a
+        bare reference to the module itself."""
         if self._skip:
-            return
+            return False
         member = self._member(node)
         if member is not None:
             self._uses.append(_Use(node, member))
-        elif self.qualified_name(node) == "apex.amp":
+            return True
+        if isinstance(node, cst.Name) and self.qualified_name(node) == "apex.amp":
             self._module_references.append(node)
+        return False
 
     def _member(self, node: cst.BaseExpression) -> str | None:
         qualified = self.qualified_name(node) or ""

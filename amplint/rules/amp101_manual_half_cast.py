@@ -8,7 +8,7 @@ from amplint.analysis.syntax import dotted_name, receiver_root
 from amplint.analysis.torch_api import HALF_TENSOR_TYPES, LOW_PRECISION
 from amplint.diagnostics import Applicability, Fix
 from amplint.fixes.edits import remove_statement
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 UPCASTS = frozenset({"float", "double"})
 SAVED = re.compile(r"state_dict|checkpoint|ckpt|deepcopy|ema|export", re.IGNORECASE)
@@ -25,7 +25,7 @@ QUANTIZED_BASE = re.compile(r"\b(load_in_8bit|load_in_4bit|BitsAndBytesConfig|pr
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
-class ManualHalfCast(AnalysisRule):
+class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summary="Manual cast to a low-precision dtype", fix=Applicability.UNSAFE):
     """## What it does
     Flags manual casts to a low-precision dtype — `.half()`, `.bfloat16()`,
     `.to(torch.float16 | torch.half | torch.bfloat16)` (positional, after a device, or
@@ -93,16 +93,11 @@ class ManualHalfCast(AnalysisRule):
     Review the result and wrap the forward pass and loss in `torch.autocast`.
     """
 
-    code = "AMP101"
-    name = "manual-half-cast"
-    summary = "Manual cast to a low-precision dtype"
     # `.half()`, `torch.half`, `.bfloat16()`, `torch.bfloat16`, `torch.float16`, tensor types.
     triggers = frozenset({".half", ".bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
     # Pre-filter: only files that train: a backward, an optimizer's `.step()`, or a
     # scaler's `.step(optimizer)` (a scheduler's `.step(x, t)` is neither).
     requires = (frozenset({"backward", ".step()", "*scaler", "GradScaler"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         "model = model.half()\n",  # no training in this file

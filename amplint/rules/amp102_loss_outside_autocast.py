@@ -6,7 +6,7 @@ from amplint.analysis.autocast import AutocastBlock
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.edits import body_indent, lines_of, reindent
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 
 class _Bound(ReadOnlyVisitor):
@@ -55,7 +55,7 @@ class _Calls(ReadOnlyVisitor):
         return False
 
 
-class LossOutsideAutocast(AnalysisRule):
+class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autocast", summary="Loss computed outside the autocast block", fix=Applicability.SAFE):
     """## What it does
     Flags a loss computation that takes a value computed inside an autocast block but
     runs after the block, in a function that then calls a tensor `.backward()`. A loss
@@ -83,7 +83,7 @@ class LossOutsideAutocast(AnalysisRule):
     import torch.nn.functional as F
 
     def train_step(model, x, y, optimizer):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16):  # the forward pass only
             logits = model(x)
         loss = F.cross_entropy(logits, y)
         loss.backward()
@@ -110,14 +110,9 @@ class LossOutsideAutocast(AnalysisRule):
     prescribes. Otherwise the loss is flagged without a fix.
     """
 
-    code = "AMP102"
-    name = "loss-outside-autocast"
-    summary = "Loss computed outside the autocast block"
     triggers = frozenset({"autocast"})
     # Pre-filter: a tensor backward must follow the loss.
     requires = (frozenset({"backward"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         (

@@ -4,10 +4,10 @@ import libcst as cst
 
 from amplint.diagnostics import Applicability, Fix
 from amplint.fixes.edits import lines_of, reindent
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 
-class BackwardInsideAutocast(AnalysisRule):
+class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-autocast", summary="Backward pass inside an autocast block", fix=Applicability.SAFE):
     """## What it does
     Flags a tensor backward — `<expr>.backward()` with no positional argument,
     including `scaler.scale(loss).backward()`, or `torch.autograd.backward(...)` —
@@ -30,9 +30,9 @@ class BackwardInsideAutocast(AnalysisRule):
     import torch
 
     def train_step(model, x, y, optimizer, scaler):
-        with torch.autocast("cuda", dtype=torch.float16):
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
             loss = torch.nn.functional.mse_loss(model(x), y)
-            scaler.scale(loss).backward()
+            scaler.scale(loss).backward()  # still under autocast
         scaler.step(optimizer)
         scaler.update()
     ```
@@ -44,7 +44,7 @@ class BackwardInsideAutocast(AnalysisRule):
     def train_step(model, x, y, optimizer, scaler):
         with torch.autocast("cuda", dtype=torch.float16):
             loss = torch.nn.functional.mse_loss(model(x), y)
-        scaler.scale(loss).backward()
+        scaler.scale(loss).backward()  # after the block
         scaler.step(optimizer)
         scaler.update()
     ```
@@ -56,17 +56,16 @@ class BackwardInsideAutocast(AnalysisRule):
     without a fix, because moving it would reorder code.
     """
 
-    code = "AMP103"
-    name = "backward-inside-autocast"
-    summary = "Backward pass inside an autocast block"
     triggers = frozenset({"backward"})
     # Pre-filter: every spelling of an autocast block names autocast somewhere in the file.
     requires = (frozenset({"autocast"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
-        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\n",
+        # The canonical order: forward and loss under autocast, backward after the block.
+        (
+            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n"
+            "loss.backward()\n"
+        ),
         "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    accelerator.backward(loss)\n",
         "import torch\nwith torch.autocast('cuda'):\n    def closure():\n        loss.backward()\n",
         "loss.backward()\n",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 BCE_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy"})
 BCE_MODULES = frozenset({"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"})
@@ -12,7 +12,7 @@ SIGMOIDS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.spe
 TOLERANT_DEVICES = frozenset({"cpu", "mps"})
 
 
-class UnsafeBce(AnalysisRule):
+class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary_cross_entropy` raises under CUDA autocast", fix=Applicability.SAFE):
     """## What it does
     Flags `torch.nn.functional.binary_cross_entropy`, `torch.binary_cross_entropy` and
     `nn.BCELoss(...)` in a file that uses autocast on a device that is not known to be
@@ -62,14 +62,9 @@ class UnsafeBce(AnalysisRule):
     `nn.BCEWithLogitsLoss`.
     """
 
-    code = "AMP104"
-    name = "unsafe-bce"
-    summary = "`binary_cross_entropy` raises under CUDA autocast"
     triggers = frozenset({"binary_cross_entropy", "BCELoss"})
     # Pre-filter: only files with an autocast block.
     requires = (frozenset({"autocast"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",

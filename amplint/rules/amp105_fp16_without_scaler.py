@@ -15,7 +15,7 @@ def may_be_float16(use: AutocastUse) -> bool:
     return isinstance(use.device_expr, cst.SimpleString) and use.device_expr.evaluated_value == "cuda"
 
 
-class Fp16WithoutScaler(AnalysisRule):
+class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler", summary="float16 autocast in training without a GradScaler"):
     """## What it does
     Flags an autocast block that may run in float16 — a float16 dtype (or a set of
     possible dtypes that includes it), or no dtype with the device type literally
@@ -57,7 +57,7 @@ class Fp16WithoutScaler(AnalysisRule):
     def train_step(model, x, y, optimizer):
         with torch.autocast("cuda", dtype=torch.float16):
             loss = torch.nn.functional.mse_loss(model(x), y)
-        scaler.scale(loss).backward()
+        scaler.scale(loss).backward()  # small gradients stay representable
         scaler.step(optimizer)
         scaler.update()
     ```
@@ -68,9 +68,6 @@ class Fp16WithoutScaler(AnalysisRule):
     bfloat16, where the hardware supports it, is the other remedy.
     """
 
-    code = "AMP105"
-    name = "fp16-without-scaler"
-    summary = "float16 autocast in training without a GradScaler"
     triggers = frozenset({"autocast"})
     # Pre-filter: a backward, and a float16 dtype named or by default (these devices).
     requires = (frozenset({"backward"}), frozenset({"float16", "half", "cuda", "mps", "xpu", "mtia"}))

@@ -13,7 +13,7 @@ from amplint.analysis.torch_api import (
 )
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.importer import Importer
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 # What the message calls each callable.
 _SHORT = {
@@ -33,7 +33,7 @@ CUDA_LITERAL = r"""re:['"]cuda['"]"""
 STR_CALL = r"re:\bstr[\s\\]*\("
 
 
-class HardcodedAmpDevice(AnalysisRule):
+class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device", summary="AMP code hardcodes the CUDA device", fix=Applicability.UNSAFE):
     """## What it does
     Flags AMP code that only works on CUDA although the program is written for any device:
 
@@ -123,9 +123,6 @@ class HardcodedAmpDevice(AnalysisRule):
     imports; the runtime helpers need `pip install amplint[runtime]` (torch).
     """
 
-    code = "AMP201"
-    name = "hardcoded-amp-device"
-    summary = "AMP code hardcodes the CUDA device"
     triggers = frozenset({"cuda", "nccl", "autocast"})
     # Pre-filter, case by case: (a) an AMP API, "cuda" and a device variable; (b) a
     # conditional expression whose value is "cuda" or "cpu"; (c) autocast and `str`;
@@ -136,8 +133,6 @@ class HardcodedAmpDevice(AnalysisRule):
         # (a) and (b) have the literal "cuda", (c) calls `str`, (d) has "nccl".
         frozenset({CUDA_LITERAL, STR_CALL, "nccl"}),
     )
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.UNSAFE
 
     VALID = (
         # No device variable: a CUDA-only script.

@@ -7,12 +7,12 @@ from amplint.analysis.syntax import call_arguments
 from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER
 from amplint.diagnostics import Applicability, Fix
 from amplint.fixes.importer import Importer
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 NULLCONTEXT = "contextlib.nullcontext"
 
 
-class AutocastDisabledOffCuda(AnalysisRule):
+class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabled-off-cuda", summary="Autocast replaced by nullcontext off CUDA", fix=Applicability.UNSAFE):
     """## What it does
     Flags, in files that train (a tensor `.backward()` or an optimizer step), the idiom
     `nullcontext() if <device-type test> else <autocast>` and its mirror
@@ -77,14 +77,9 @@ class AutocastDisabledOffCuda(AnalysisRule):
     (Ruff's F401 does that).
     """
 
-    code = "AMP202"
-    name = "autocast-disabled-off-cuda"
-    summary = "Autocast replaced by nullcontext off CUDA"
     triggers = frozenset({"nullcontext"})
     # Pre-filter: an autocast, in a file that trains.
     requires = (frozenset({"autocast"}), frozenset({"backward", ".step()", "*scaler", "GradScaler"}))
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.UNSAFE
     default_enabled = False
 
     VALID = (

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.diagnostics import Applicability
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 CLIP_FUNCTIONS = frozenset(
     f"torch.nn.utils{module}.{name}"
@@ -12,7 +12,7 @@ CLIP_FUNCTIONS = frozenset(
 )
 
 
-class ClipWithoutUnscale(AnalysisRule):
+class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale", summary="Gradient clipping on still-scaled gradients", fix=Applicability.SAFE):
     """## What it does
     Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called after a scaled
     backward (`scaler.scale(loss).backward()`) and before `scaler.step(optimizer)` in the
@@ -60,14 +60,9 @@ class ClipWithoutUnscale(AnalysisRule):
     own unscaling (a test proves the resulting norms with torch).
     """
 
-    code = "AMP301"
-    name = "clip-without-unscale"
-    summary = "Gradient clipping on still-scaled gradients"
     triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
     # Pre-filter: a scaler (named *scaler or constructed) and its step().
     requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         (

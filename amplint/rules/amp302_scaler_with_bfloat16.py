@@ -6,12 +6,12 @@ from amplint.analysis.autocast import AutocastBlock
 from amplint.analysis.syntax import bool_value, call_arguments, mentions
 from amplint.analysis.torch_api import positional_order
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
 
 
-class ScalerWithBfloat16(AnalysisRule):
+class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16", summary="GradScaler enabled with bfloat16 autocast", fix=Applicability.SAFE):
     """## What it does
     Flags a `GradScaler` construction (any spelling) whose `enabled=` is absent, `True`,
     or not conditioned on float16, in a function (or module-level script) whose autocast
@@ -58,14 +58,9 @@ class ScalerWithBfloat16(AnalysisRule):
     visible at the construction.
     """
 
-    code = "AMP302"
-    name = "scaler-with-bfloat16"
-    summary = "GradScaler enabled with bfloat16 autocast"
     triggers = frozenset({"GradScaler"})
     # Pre-filter: an autocast whose known dtype may be bfloat16 (named, or the default of these devices).
     requires = (frozenset({"autocast"}), frozenset({"bfloat16", "cpu", "hpu", "xla"}))
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         (

@@ -8,13 +8,13 @@ from amplint.analysis.scalers import ScalerCall
 from amplint.analysis.syntax import dotted_name, last_name
 from amplint.analysis.training import is_optimizer_name
 from amplint.diagnostics import Applicability, Fix
-from amplint.rules.base import AnalysisRule, FixAvailability, Invalid
+from amplint.rules.base import AnalysisRule, Invalid
 
 AMP_FLAG = re.compile(r"scaler|amp|fp16|half|mixed|precision", re.IGNORECASE)
 WRAPPERS = re.compile(r"prepare|wrap|initialize|deepspeed|fairseq|build_optimizer", re.IGNORECASE)
 
 
-class ScalerStepProtocol(AnalysisRule):
+class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol", summary="GradScaler protocol broken (step/update/unscale_)", fix=Applicability.SAFE):
     """## What it does
     Flags three breaks of the GradScaler protocol (scale → backward → [unscale_] → step →
     update):
@@ -61,14 +61,9 @@ class ScalerStepProtocol(AnalysisRule):
     redundant needs the author.
     """
 
-    code = "AMP303"
-    name = "scaler-step-protocol"
-    summary = "GradScaler protocol broken (step/update/unscale_)"
     triggers = frozenset({"*scaler", "GradScaler"})
     # Pre-filter: every protocol error involves step() or unscale_().
     requires = (frozenset({".step", ".unscale_"}),)
-    fix_availability = FixAvailability.SOMETIMES
-    fix_applicability = Applicability.SAFE
 
     VALID = (
         "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
