@@ -212,12 +212,56 @@ def test_device_from_a_literal_dict_lookup() -> None:
     assert use.device_types == _set("cuda")
 
 
-def test_dtype_bound_twice_is_unknown() -> None:
+def test_dtype_bound_by_a_default_and_an_if_is_either() -> None:
+    # RULES.md rev 4: a dtype bound on the branches of an if/elif chain is the set of them.
     use = _only(
         "import torch\ndt = torch.float16\nif bf16:\n    dt = torch.bfloat16\n"
         "with torch.autocast('cuda', dtype=dt):\n    pass\n"
     ).use
-    assert use.dtypes is None
+    assert use.dtypes == _set("float16", "bfloat16")
+
+
+def test_dtype_from_an_if_elif_chain_is_the_set_of_its_branches() -> None:
+    use = _only(
+        "import torch\nif args.bf16:\n    dt = torch.bfloat16\nelif args.fp16:\n    dt = torch.float16\n"
+        "else:\n    dt = torch.float32\nwith torch.autocast('cuda', dtype=dt):\n    pass\n"
+    ).use
+    assert use.dtypes == _set("float16", "bfloat16", "float32")
+
+
+def test_dtype_rebound_in_sequence_is_unknown() -> None:
+    # Not alternatives: which binding reaches the block depends on the order of execution.
+    for source in (
+        "import torch\ndt = torch.float16\nf(dt)\ndt = torch.bfloat16\nwith torch.autocast('cuda', dtype=dt):\n    pass\n",
+        "import torch\nif a:\n    dt = torch.float16\nif b:\n    dt = torch.bfloat16\nwith torch.autocast('cuda', dtype=dt):\n    pass\n",
+        "import torch\ndt = torch.float16\nx = 1\nif b:\n    dt = torch.bfloat16\nwith torch.autocast('cuda', dtype=dt):\n    pass\n",
+    ):
+        assert _only(source).use.dtypes is None, source
+
+
+def test_dtype_from_class_members_and_config_fields() -> None:
+    trainer = (
+        "import torch\n\nclass Trainer:\n    def __init__(self, bf16):\n"
+        "        self.dtype = torch.bfloat16 if bf16 else torch.float16\n\n"
+        "    def step(self):\n        with torch.autocast('cuda', dtype=self.dtype):\n            pass\n"
+    )
+    assert _only(trainer).use.dtypes == _set("float16", "bfloat16")
+    config = (
+        "import torch\nfrom dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
+        "    dtype: str = 'bfloat16'\n\nconfig = Config()\n"
+        "with torch.autocast('cuda', dtype=getattr(torch, config.dtype)):\n    pass\n"
+    )
+    assert _only(config).use.dtypes == _set("bfloat16")
+    # Set by the constructor: the default no longer holds.
+    overridden = config.replace("config = Config()", "config = Config(dtype='float16')")
+    assert _only(overridden).use.dtypes == _set("bfloat16", "float16")
+    # Built elsewhere, or assigned from outside the class: unknown.
+    for unknown in (
+        config.replace("config = Config()", "config = load_config()"),
+        config.replace("config = Config()", "config = Config()\nconfig.dtype = args.dtype"),
+        trainer.replace("    def step(self):", "    def set(self, d):\n        self.dtype = d\n\n    def step(self):"),
+    ):
+        assert _only(unknown).use.dtypes is None, unknown
 
 
 def test_star_arguments_make_everything_but_the_implied_device_unknown() -> None:

@@ -3,11 +3,13 @@
 Rules ask ``context.analysis`` (a :class:`FileAnalysis`) and nothing else. Each part is
 built from the parts below it, so the dependencies form a chain with no cycle::
 
-    tree ─ names ─ bindings ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices
+    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices
 
 ``tree``: parents, ancestors, scopes, statements and the file index; ``names``: what a
-name or attribute resolves to; ``bindings``: what a name is bound to; ``values``: the
-static values of expressions (strings, dtypes); ``compat``: compatibility fallbacks;
+name or attribute resolves to; ``bindings``: what a name is bound to; ``classes``: what
+each ``self.<attr>`` of a class is assigned across its methods; ``values``: the static
+values of expressions (strings, dtypes; ``member_values`` also through class members and
+config fields); ``compat``: compatibility fallbacks;
 ``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts. PyTorch's AMP API
 itself is data, in ``torch_api``.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.classes import Classes
 from amplint.analysis.compat import Compat
 from amplint.analysis.devices import DeviceAnalysis
 from amplint.analysis.names import NameResolver
@@ -35,9 +38,11 @@ class FileAnalysis:
         self.tree = Tree(source)
         self.names = NameResolver(source, self.tree)
         self.bindings = Bindings(source, self.tree)
-        self.values = Values(self.names, self.bindings)
+        self.classes = Classes(self.tree)
+        self.values = Values(self.names, self.bindings, self.classes)
+        self.member_values = Values(self.names, self.bindings, self.classes, members=True)
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
-        self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.values)
+        self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.training)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings)

@@ -29,7 +29,9 @@ Fabric: device and dtype unknown); a name bound in the same function or module t
 these, or to ``functools.partial`` of one (then called); a conditional expression with
 one of these as a branch (``nullcontext() if device_type == "cpu" else
 torch.amp.autocast(...)``), written directly as the ``with`` item or bound to a name.
-A name bound several times counts when every binding is an autocast or a no-op context
+A lookup in a literal dict of autocasts (``{"bf16": autocast(dtype=torch.bfloat16), "fp16":
+autocast(dtype=torch.float16)}[args.precision]``, or such a dict bound once to a name) is
+an autocast whose dtypes are the dict's. A name bound several times counts when every binding is an autocast or a no-op context
 (``nullcontext()``, ``contextlib.suppress``): ``amp_autocast = suppress`` then
 ``amp_autocast = partial(torch.autocast, ...)`` on one branch is timm's spelling of
 that conditional.
@@ -158,6 +160,9 @@ class AutocastAnalysis:
             return self._conditional(expr, depth)
         if isinstance(expr, cst.Name):
             return self._from_bindings(expr, depth)
+        if isinstance(expr, cst.Subscript):
+            table = self.bindings.single_value(expr.value) if isinstance(expr.value, cst.Name) else expr.value
+            return self._lookup(table, depth) if isinstance(table, cst.Dict) else None
         if not isinstance(expr, cst.Call):
             return None
         if self.names.resolve(expr.func) in NO_OP_CONTEXTS:
@@ -205,6 +210,18 @@ class AutocastAnalysis:
             return _NO_OP if all(isinstance(value, _NoOp) for value in found) else None
         # One autocast branch is enough, whatever the other is (RULES.md).
         return replace(merge(uses), conditional=expr)
+
+    def _lookup(self, table: cst.Dict, depth: int) -> AutocastUse | _NoOp | None:
+        """``{"bf16": autocast(dtype=torch.bfloat16), "fp16": ...}[precision]``: any of the
+        dict's contexts may be chosen, so the use is their union."""
+        found: list[AutocastUse | _NoOp | None] = [
+            self._context_value(element.value, depth + 1) if isinstance(element, cst.DictElement) else None
+            for element in table.elements
+        ]
+        if not found or any(value is None for value in found):
+            return None
+        uses = [value for value in found if isinstance(value, AutocastUse)]
+        return merge(uses) if uses else _NO_OP
 
     def _bound(self, name: cst.Name, depth: int, classify: Callable[[cst.BaseExpression, int], T | None]) -> list[T] | None:
         """What each binding of ``name`` is, when every binding is a plain assignment that

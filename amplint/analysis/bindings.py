@@ -91,6 +91,53 @@ class Bindings:
             values.append(value)
         return values or None
 
+    def branch_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """The values of a name bound once per branch of one ``if``/``elif``/``else`` chain
+        (optionally after a default bound just before the chain), every binding plain;
+        None otherwise. The branches are alternatives, so these are all it can hold there."""
+        values = self.plain_values(name)
+        if values is None or len(values) < 2:
+            return None
+        chains: set[int] = set()
+        defaults: list[cst.CSTNode] = []
+        for binding in self.of(name):
+            if not isinstance(binding, Assignment):
+                return None
+            statement = self.tree.statement_of(binding.node)
+            chain = self._chain_of(statement) if statement is not None else None
+            if chain is None:
+                if statement is None:
+                    return None
+                defaults.append(statement)
+            else:
+                chains.add(id(chain))
+        if len(chains) != 1 or len(defaults) > 1:
+            return None
+        if defaults:
+            (chain_id,) = chains
+            located = self.tree.statement_list(defaults[0])
+            if located is None:
+                return None
+            siblings, index = located
+            after = siblings[index + 1 :]
+            if not after or id(after[0]) != chain_id:
+                return None  # the default must be the statement right before the chain
+        return values
+
+    def _chain_of(self, statement: cst.CSTNode) -> cst.If | None:
+        """The outermost ``if`` of the ``if``/``elif``/``else`` chain whose branch holds
+        ``statement`` directly, or None."""
+        block = self.tree.parent(statement)
+        branch = self.tree.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if isinstance(branch, cst.Else):
+            branch = self.tree.parent(branch)
+        if not isinstance(branch, cst.If):
+            return None
+        outer = self.tree.parent(branch)
+        while isinstance(outer, cst.If) and outer.orelse is branch:
+            branch, outer = outer, self.tree.parent(outer)
+        return branch
+
     def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
         values: list[cst.BaseExpression] = []
         for binding in self.of(name):

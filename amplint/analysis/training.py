@@ -8,7 +8,8 @@ Analysis API (``context.analysis.training``, a :class:`TrainingAnalysis`):
   ``scaler.step(opt)``; ``optimizer_names``: dotted names bound to a ``torch.optim``
   construction (``optimizer``, ``self.optimizer``).
 - ``loss_names(scope)``: names the scope binds to a loss computation.
-- ``trains`` (the file) / ``scope_trains(scope)``; ``in_inference(node)``.
+- ``trains`` (the file) / ``scope_trains(scope)``; ``in_inference(node)``,
+  ``under_no_grad(node)``.
 - ``is_accumulation_test(expr)``: ``(step + 1) % accum == 0`` and its variants.
 
 A *tensor backward* is ``<expr>.backward()`` with no positional argument (keywords such
@@ -205,14 +206,20 @@ class TrainingAnalysis:
 
     def in_inference(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in code that only infers (no_grad / inference_mode / eval-named)?"""
+        return self.under_no_grad(node) or any(
+            isinstance(ancestor, cst.FunctionDef) and EVALUATION_NAME.search(ancestor.name.value)
+            for ancestor in self.tree.ancestors(node)
+        )
+
+    def under_no_grad(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` run with gradients off: inside ``with torch.no_grad()`` /
+        ``torch.inference_mode()``, or in a function decorated with them?"""
         for child, current in self.tree.ancestry(node):
             if isinstance(current, cst.With) and child is current.body:
                 for item in current.items:
                     if isinstance(item.item, cst.Call) and self.names.resolve(item.item.func) in NO_GRAD:
                         return True
             if isinstance(current, cst.FunctionDef):
-                if EVALUATION_NAME.search(current.name.value):
-                    return True
                 for decorator in current.decorators:
                     target = decorator.decorator
                     target = target.func if isinstance(target, cst.Call) else target

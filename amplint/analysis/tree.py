@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
@@ -28,23 +29,29 @@ class FileIndex:
     withs: list[cst.With] = field(default_factory=list)
     calls: list[cst.Call] = field(default_factory=list)
     functions: list[cst.FunctionDef] = field(default_factory=list)
+    classes: list[cst.ClassDef] = field(default_factory=list)
     assigns: list[cst.Assign] = field(default_factory=list)
+    annotated: list[cst.AnnAssign] = field(default_factory=list)
+    augmented: list[cst.AugAssign] = field(default_factory=list)
 
 
 def build_index(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> FileIndex:
     """The index of a file from its parent map, whose keys are every node but the module
     in visiting order."""
     index = FileIndex()
-    wanted: dict[type[cst.CSTNode], list[cst.With] | list[cst.Call] | list[cst.FunctionDef] | list[cst.Assign]] = {
+    wanted: dict[type[cst.CSTNode], list[Any]] = {
         cst.With: index.withs,
         cst.Call: index.calls,
         cst.FunctionDef: index.functions,
+        cst.ClassDef: index.classes,
         cst.Assign: index.assigns,
+        cst.AnnAssign: index.annotated,
+        cst.AugAssign: index.augmented,
     }
     for node in parents:
         found = wanted.get(type(node))
         if found is not None:
-            found.append(node)  # type: ignore[arg-type]
+            found.append(node)
     return index
 
 
@@ -118,6 +125,11 @@ class Tree:
         block = self.parents.get(function)
         owner = self.parents.get(block) if block is not None else None
         return owner if isinstance(owner, cst.ClassDef) else None
+
+    def method_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose method runs ``node`` (its scope is a method), or None."""
+        scope = self.scope_of(node)
+        return self.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
 
     def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
         """The statement (a line, or a compound statement) directly containing ``node``."""

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import dotted_name
 from amplint.analysis.torch_api import DTYPE_ALIASES
 
 _MAX_DEPTH = 8
@@ -21,10 +23,18 @@ _MAX_DEPTH = 8
 
 @dataclass(eq=False)
 class Values:
-    """Static values of expressions (``context.analysis.values``)."""
+    """Static values of expressions (``context.analysis.values``).
+
+    With ``members``, an attribute read is known too when the file assigns it only plain
+    values: ``self.dtype`` through every assignment in its class, ``config.dtype`` through
+    the class ``config`` was built from here (its fields, and the constructor's keyword)
+    (``context.analysis.member_values``).
+    """
 
     names: NameResolver
     bindings: Bindings
+    classes: Classes
+    members: bool = False
 
     def string_values(self, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
         """The possible string values of ``node``, or None when not statically known."""
@@ -33,7 +43,7 @@ class Values:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
             return frozenset({value}) if isinstance(value, str) else None
-        if isinstance(node, (cst.IfExp, cst.Name)):
+        if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.string_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
             # {"gpu": "cuda", "cpu": "cpu"}[accelerator]: the chosen value when the key is
@@ -58,7 +68,7 @@ class Values:
         if qualified is not None and qualified.startswith("torch."):
             alias = DTYPE_ALIASES.get(qualified.removeprefix("torch."))
             return frozenset({alias}) if alias else None
-        if isinstance(node, (cst.IfExp, cst.Name)):
+        if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.dtype_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
             # {'float16': torch.float16, 'bfloat16': torch.bfloat16}[dtype]: any of the values.
@@ -85,14 +95,48 @@ class Values:
         return None
 
     def _through(
-        self, node: cst.IfExp | cst.Name, depth: int, evaluate: Callable[[cst.BaseExpression, int], frozenset[str] | None]
+        self,
+        node: cst.IfExp | cst.Name | cst.Attribute,
+        depth: int,
+        evaluate: Callable[[cst.BaseExpression, int], frozenset[str] | None],
     ) -> frozenset[str] | None:
-        """The values of either branch of a conditional, or of what a name is bound to once."""
+        """The values of either branch of a conditional, or of what a name (or, with
+        ``members``, an attribute) is bound to: once, or once per branch of an if/elif chain."""
         if isinstance(node, cst.IfExp):
-            body, orelse = evaluate(node.body, depth + 1), evaluate(node.orelse, depth + 1)
-            return body | orelse if body is not None and orelse is not None else None
-        bound = self.bindings.single_value(node)
-        return evaluate(bound, depth + 1) if bound is not None else None
+            sources: list[cst.BaseExpression] | None = [node.body, node.orelse]
+        elif isinstance(node, cst.Name):
+            bound = self.bindings.single_value(node)
+            sources = [bound] if bound is not None else self.bindings.branch_values(node)
+        else:
+            sources = self._member_sources(node) if self.members else None
+        if not sources:
+            return None
+        found = [evaluate(source, depth + 1) for source in sources]
+        if any(values is None for values in found):
+            return None
+        return frozenset().union(*found)  # type: ignore[arg-type]
+
+    def _member_sources(self, node: cst.Attribute) -> list[cst.BaseExpression] | None:
+        own = self.classes.instance_attribute(node)
+        if own is not None:
+            return self.classes.attribute_values(*own)
+        construction = self._construction(node.value)
+        spelled = dotted_name(node)
+        if construction is None or spelled is None or self.classes.assigned_from_outside(spelled):
+            return None
+        return self.classes.construction_values(construction, node.attr.value)
+
+    def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
+        """The one call that built ``base`` (``config = TrainConfig(...)``, or
+        ``self.config = TrainConfig(...)`` in its class), when that is certain."""
+        if isinstance(base, cst.Name):
+            bound = self.bindings.single_value(base)
+            return bound if isinstance(bound, cst.Call) else None
+        own = self.classes.instance_attribute(base)
+        if own is None:
+            return None
+        values = self.classes.attribute_values(*own)
+        return values[0] if values is not None and len(values) == 1 and isinstance(values[0], cst.Call) else None
 
     def _entries(
         self, table: cst.Dict, depth: int, evaluate: Callable[[cst.BaseExpression, int], frozenset[str] | None]

@@ -24,8 +24,14 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     file does no gradient scaling at all: no `GradScaler` is constructed and nothing
     calls `.scale(...)`. Reported on the `with` statement.
 
+    A `with` item that looks up autocast contexts in a literal dict
+    (`with {"bf16": autocast(dtype=torch.bfloat16), "fp16": autocast(dtype=torch.float16)}[args.precision]:`)
+    is an autocast block that may run in any of the dict's dtypes.
+
     Not flagged: bfloat16-only blocks, blocks whose dtype or device is not statically
-    known, inference code (no backward in the function), and files that scale
+    known, inference code (no backward in the function, or a block under
+    `torch.no_grad()` / `torch.inference_mode()` or in a function decorated with them,
+    which never backpropagates even when its function trains elsewhere), and files that scale
     gradients anywhere (the scaler may be passed in), which includes, a decision of
     amplint's, calling a scaler-named callable with the loss: `loss_scaler(loss,
     optimizer, ...)`, the protocol of timm's `NativeScaler` used by DeiT, ConvNeXt and
@@ -90,6 +96,21 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', enabled=False):\n"
             "        loss = m(x)\n    loss.backward()\n"
         ),
+        # Feature extraction under no_grad in a function that trains elsewhere.
+        (
+            "import torch\n\ndef train(m, encoder, x):\n    with torch.no_grad():\n"
+            "        with torch.autocast('cuda'):\n            feats = encoder(x)\n"
+            "    loss = m(feats).sum()\n    loss.backward()\n"
+        ),
+        (
+            "import torch\n\n@torch.inference_mode()\ndef evaluate_and_train(m, x):\n"
+            "    with torch.autocast('cuda'):\n        out = m(x)\n    out.sum().backward()\n"
+        ),
+        # A dict of bfloat16 contexts only.
+        (
+            "import torch\n\ndef step(m, x, p):\n    with {'a': torch.autocast('cuda', dtype=torch.bfloat16)}[p]:\n"
+            "        loss = m(x)\n    loss.backward()\n"
+        ),
         # ConvNeXt's engine.py: timm's NativeScaler on the AMP branch, backward on the other.
         (
             "import torch\n\ndef train_one_epoch(model, x, optimizer, loss_scaler, use_amp):\n"
@@ -109,6 +130,28 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
 
         ),
         Invalid("import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n"),
+        Invalid(
+            (
+                "import torch\n\ndef step(m, x, precision):\n"
+                "    contexts = {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),\n"
+                "                'fp16': torch.autocast('cuda', dtype=torch.float16)}\n"
+                "    with contexts[precision]:\n        loss = m(x)\n    loss.backward()\n"
+            ),
+            line=6,
+            column=5,
+            message="float16 autocast in training without a GradScaler",
+        ),
+        Invalid(
+            (
+                "import torch\n\ndef step(m, x, precision):\n"
+                "    with {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),\n"
+                "          'fp16': torch.autocast('cuda', dtype=torch.float16)}[precision]:\n"
+                "        loss = m(x)\n    loss.backward()\n"
+            ),
+            line=4,
+            column=5,
+            message="small gradients underflow to zero",
+        ),
     )
 
     def visit_With(self, node: cst.With) -> None:
@@ -120,6 +163,8 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 return
             if not analysis.training.scope_backward_calls(analysis.tree.scope_of(node)):
                 return
+            if analysis.training.under_no_grad(node):
+                return  # inference: no backward runs through this block
             self.report(
                 node,
                 "float16 autocast in training without a GradScaler: small gradients underflow to zero",
