@@ -121,7 +121,8 @@ class Classes:
     def assigned_from_outside(self, spelled: str) -> bool:
         """Does the file assign the attribute spelled ``config.dtype`` directly?"""
         targets = [target.target for assign in self.tree.index.assigns for target in assign.targets]
-        targets += [node.target for node in (*self.tree.index.annotated, *self.tree.index.augmented)]
+        targets += [node.target for node in self.tree.index.annotated]
+        targets += [node.target for node in self.tree.index.augmented]
         return any(
             dotted_name(element) == spelled for target in targets for element, _ in _pairs(target, None)
         )
