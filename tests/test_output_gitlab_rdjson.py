@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from amplint.cli import cli
 from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from amplint.output import FORMATS, MACHINE_FORMATS, Sourced, render
-from amplint.output.gitlab import format_gitlab
+from amplint.output.gitlab import flagged_text, format_gitlab
 from amplint.output.rdjson import byte_column, format_rdjson
 
 DATA = Path(__file__).parent / "data"
@@ -260,6 +260,16 @@ def test_gitlab_multiline_range_ending_at_a_line_start_ends_on_the_line_before()
     d = Diagnostic("AMP101", "m", "a.py", Location(2, 1), Location(4, 1))
     [issue] = json.loads(format_gitlab([Sourced(d, text)]))
     assert issue["location"]["lines"] == {"begin": 2, "end": 3}
+
+
+def test_gitlab_flagged_text_of_multiline_ranges() -> None:
+    lines = ["import torch", "with torch.autocast(", "    'cuda'", "):  # done"]
+    within = Diagnostic("AMP101", "m", "a.py", Location(2, 6), Location(4, 2))
+    assert flagged_text(within, lines) == "torch.autocast( 'cuda' )"
+    past_the_end = Diagnostic("AMP101", "m", "a.py", Location(3, 5), Location(5, 1))
+    assert flagged_text(past_the_end, lines) == "'cuda' ): # done"
+    last_line = Diagnostic("AMP101", "m", "a.py", Location(4, 1), Location(5, 1))
+    assert flagged_text(last_line, lines) == "): # done"
 
 
 def _fingerprint(code: str, path: str, text: str, start: tuple[int, int], end: tuple[int, int]) -> str:

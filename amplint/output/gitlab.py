@@ -41,14 +41,11 @@ def flagged_text(d: Diagnostic, lines: Sequence[str]) -> str:
     if end_row <= start_row:
         flagged = lines[start_row - 1][start_col - 1 : end_col - 1]
     else:
-        last = min(end_row, len(lines))
-        flagged = "\n".join(
-            [
-                lines[start_row - 1][start_col - 1 :],
-                *lines[start_row : last - 1],
-                lines[last - 1][: end_col - 1] if last == end_row else lines[last - 1],
-            ]
-        )
+        # A range may end past the last line (at the end of a file without a final newline).
+        following = list(lines[start_row : min(end_row, len(lines))])
+        if following and end_row <= len(lines):
+            following[-1] = following[-1][: end_col - 1]
+        flagged = "\n".join([lines[start_row - 1][start_col - 1 :], *following])
     collapsed = " ".join(flagged.split())
     return collapsed or " ".join(lines[start_row - 1].split())
 
