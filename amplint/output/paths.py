@@ -1,6 +1,7 @@
 """How paths are shown: relative to the current directory for people, and relative to
 the checkout for CI annotations (GitHub resolves annotation and SARIF paths against the
-repository root, which is not always the directory amplint runs in)."""
+repository root, GitLab Code Quality paths against the project directory; neither is
+always the directory amplint runs in)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,26 @@ def annotation_root() -> Path:
     return Path(workspace).absolute() if workspace else Path.cwd()
 
 
-def annotation_path(path: str) -> str:
-    """``path`` relative to :func:`annotation_root`, with forward slashes; absolute outside it."""
+def relative_posix(path: str, root: Path) -> str:
+    """``path`` relative to ``root``, with forward slashes; absolute outside it."""
     if path == "-":
         return path
     absolute = Path(os.path.abspath(path))
     try:
-        return absolute.relative_to(annotation_root()).as_posix()
+        return absolute.relative_to(root).as_posix()
     except ValueError:
         return absolute.as_posix()
+
+
+def annotation_path(path: str) -> str:
+    """``path`` relative to :func:`annotation_root`, with forward slashes; absolute outside it."""
+    return relative_posix(path, annotation_root())
+
+
+def gitlab_root() -> Path:
+    """The directory GitLab resolves Code Quality paths against: the checkout."""
+    project_dir = os.environ.get("CI_PROJECT_DIR")
+    return Path(os.path.abspath(project_dir)) if project_dir else Path.cwd()
 
 
 def relative_uri(path: str) -> str | None:
