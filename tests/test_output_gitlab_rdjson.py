@@ -1,6 +1,6 @@
 """``gitlab`` (GitLab Code Quality) and ``rdjson`` (reviewdog) reports: their exact
 structure for a small set of findings, fingerprints that are unique and survive moved
-lines, validity against the schemas GitLab and reviewdog publish (copies in
+lines, validity against schemas of both formats written from their documentation (in
 ``tests/data``), and both formats end to end through the CLI."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
-# -- a JSON-schema validator for the keywords the two published schemas use ----------------
+# -- a JSON-schema validator for the keywords the two schemas use ----------------
 
 _ANNOTATIONS = {"$schema", "id", "title", "description", "definitions"}
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -158,7 +158,7 @@ def load_schema(name: str) -> dict[str, Any]:
 
 def gitlab_errors(report: Any) -> list[str]:
     """GitLab's schema for each finding, plus the rules its documentation adds."""
-    schema = load_schema("gitlab/codeclimate.json")
+    schema = load_schema("gitlab_code_quality.json")
     assert isinstance(report, list), "a Code Quality report is a single JSON array"
     errors: list[str] = []
     for index, issue in enumerate(report):
@@ -180,7 +180,7 @@ def gitlab_errors(report: Any) -> list[str]:
 
 
 def rdjson_errors(document: Any) -> list[str]:
-    schema = load_schema("reviewdog/DiagnosticResult.json")
+    schema = load_schema("rdjson.json")
     return schema_errors(document, schema, schema)
 
 
