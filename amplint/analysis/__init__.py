@@ -44,5 +44,5 @@ class FileAnalysis:
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values)
-        self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.training)
+        self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings)

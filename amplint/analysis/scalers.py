@@ -12,8 +12,10 @@ import functools
 from dataclasses import dataclass
 
 import libcst as cst
+from libcst.metadata import Assignment
 
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
 from amplint.analysis.torch_api import GRAD_SCALERS
@@ -27,6 +29,18 @@ class ScalerCall:
     scaler: str  # dotted spelling of the receiver
     method: str  # scale | unscale_ | step | update
     optimizer: str | None  # dotted spelling of the optimizer argument, when there is one
+    # Whose object the receiver is, when that separates it from another of the same
+    # spelling: the function a parameter belongs to, or the class of a `self.<attr>`.
+    owner: cst.FunctionDef | cst.ClassDef | None = None
+
+    def same_object_possible(self, other: ScalerCall) -> bool:
+        """Can ``other`` act on the same scaler? Not when both are parameters of different
+        functions, or ``self`` attributes of different classes, even if spelled alike."""
+        if other.scaler != self.scaler:
+            return False
+        if self.owner is None or other.owner is None or type(self.owner) is not type(other.owner):
+            return True
+        return self.owner is other.owner
 
 
 @dataclass(eq=False)
@@ -36,6 +50,7 @@ class ScalerAnalysis:
     tree: Tree
     names: NameResolver
     bindings: Bindings
+    classes: Classes
     training: TrainingAnalysis
 
     def is_construction(self, node: cst.CSTNode) -> bool:
@@ -66,8 +81,18 @@ class ScalerAnalysis:
             if not self.is_scaler(func.value):
                 continue
             optimizer = dotted_name(call.args[0].value) if call.args and func.attr.value in ("unscale_", "step") else None
-            found.append(ScalerCall(call, dotted_name(func.value) or "", func.attr.value, optimizer))
+            found.append(ScalerCall(call, dotted_name(func.value) or "", func.attr.value, optimizer, self._owner(func.value)))
         return found
+
+    def _owner(self, receiver: cst.BaseExpression) -> cst.FunctionDef | cst.ClassDef | None:
+        if isinstance(receiver, cst.Name):
+            params = [binding.node for binding in self.bindings.of(receiver) if isinstance(binding, Assignment)]
+            if len(params) != 1 or not isinstance(params[0], cst.Param):
+                return None
+            function = next((a for a in self.tree.ancestors(params[0]) if isinstance(a, cst.FunctionDef)), None)
+            return function
+        found = self.classes.instance_attribute(receiver)
+        return found[0] if found is not None else None
 
     @functools.cached_property
     def file_scales(self) -> bool:

@@ -30,7 +30,7 @@ import libcst as cst
 
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import last_name
+from amplint.analysis.syntax import bool_value, dotted_name, last_name
 from amplint.analysis.torch_api import NO_GRAD
 from amplint.analysis.tree import Tree
 from amplint.engine.context import SourceContext
@@ -148,6 +148,36 @@ class TrainingAnalysis:
             and call.func.attr.value == "backward"
             and not self.is_tensor_backward(call)
         ]
+
+    @functools.cached_property
+    def frozen_modules(self) -> frozenset[str]:
+        """Dotted names of modules the file freezes: ``X.requires_grad_(False)``, or
+        ``for p in X.parameters(): p.requires_grad = False``."""
+        frozen: set[str] = set()
+        for call in self.tree.index.calls:
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "requires_grad_"
+                and call.args
+                and bool_value(call.args[0].value) is False
+            ):
+                spelled = dotted_name(call.func.value)
+                if spelled:
+                    frozen.add(spelled)
+        for assign in self.tree.index.assigns:
+            target = assign.targets[0].target
+            if not (isinstance(target, cst.Attribute) and target.attr.value == "requires_grad"):
+                continue
+            if bool_value(assign.value) is not False:
+                continue
+            loop = next((ancestor for ancestor in self.tree.ancestors(assign) if isinstance(ancestor, cst.For)), None)
+            if loop is not None and isinstance(loop.iter, cst.Call):
+                owner = loop.iter.func
+                if isinstance(owner, cst.Attribute) and owner.attr.value in ("parameters", "named_parameters"):
+                    spelled = dotted_name(owner.value)
+                    if spelled:
+                        frozen.add(spelled)
+        return frozenset(frozen)
 
     @functools.cached_property
     def optimizer_names(self) -> frozenset[str]:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from amplint.diagnostics import Diagnostic
-from amplint.engine.linter import INTERNAL_ERROR, PARSE_ERROR
+from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR
 from amplint.output.model import Sourced
 from amplint.output.paths import gitlab_root, relative_posix
 from amplint.output.text import source_lines

@@ -200,7 +200,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if self._is_round_trip(node) or self._in_saved_value(node) or self._in_module_class(node):
             return False
         spelled = dotted_name(receiver)
-        if spelled is not None and spelled in self._frozen:
+        if spelled is not None and spelled in self.context.analysis.training.frozen_modules:
             return False
         return not self._passed_to_frozen(node)
 
@@ -286,46 +286,6 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             current = parent_of.get(current)
         return False
 
-    @property
-    def _frozen(self) -> frozenset[str]:
-        cached = getattr(self, "_frozen_cache", None)
-        if cached is None:
-            cached = frozenset(self._find_frozen())
-            self._frozen_cache = cached
-        return cached
-
-    def _find_frozen(self) -> set[str]:
-        frozen: set[str] = set()
-        for call in self.context.analysis.tree.index.calls:
-            if (
-                isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "requires_grad_"
-                and call.args
-                and isinstance(call.args[0].value, cst.Name)
-                and call.args[0].value.value == "False"
-            ):
-                spelled = dotted_name(call.func.value)
-                if spelled:
-                    frozen.add(spelled)
-        # for p in X.parameters(): p.requires_grad = False
-        parent_of = self.context.analysis.tree.parents
-        for assign in self.context.analysis.tree.index.assigns:
-            target = assign.targets[0].target
-            if not (isinstance(target, cst.Attribute) and target.attr.value == "requires_grad"):
-                continue
-            if not (isinstance(assign.value, cst.Name) and assign.value.value == "False"):
-                continue
-            current = parent_of.get(assign)
-            while current is not None and not isinstance(current, cst.For):
-                current = parent_of.get(current)
-            if isinstance(current, cst.For) and isinstance(current.iter, cst.Call):
-                owner = current.iter.func
-                if isinstance(owner, cst.Attribute) and owner.attr.value in ("parameters", "named_parameters"):
-                    spelled = dotted_name(owner.value)
-                    if spelled:
-                        frozen.add(spelled)
-        return frozen
-
     def _passed_to_frozen(self, node: cst.Call) -> bool:
         parent_of = self.context.analysis.tree.parents
         arg = parent_of.get(node)
@@ -334,7 +294,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             return False
         callee = call.func.value if isinstance(call.func, cst.Attribute) else call.func
         spelled = dotted_name(callee)
-        return spelled is not None and spelled in self._frozen
+        return spelled is not None and spelled in self.context.analysis.training.frozen_modules
 
     # -- fix ----------------------------------------------------------------------------------
 

@@ -1,34 +1,61 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastBlock
-from amplint.analysis.syntax import bool_value, call_arguments, mentions
+from amplint.analysis.syntax import (
+    bool_value,
+    call_arguments,
+    dotted_name,
+    last_name,
+    loaded_names,
+    mentions,
+    string_literal,
+)
 from amplint.analysis.torch_api import positional_order
 from amplint.diagnostics import Applicability, Fix
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.rules.base import AnalysisRule, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
+BFLOAT16 = frozenset({"bfloat16"})
+# Values that name bfloat16 in a comparison: `precision == "bf16"`, `dtype is torch.bfloat16`.
+BFLOAT16_SPELLINGS = frozenset({"bf16", "bfloat16", "torch.bfloat16"})
+# Receivers that hold a model being trained (not inputs or buffers).
+MODEL = re.compile(r"(?:^|_)(model|net|network|module|transformer|unet|backbone|llm)$", re.IGNORECASE)
 
 
 class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16", summary="GradScaler enabled with bfloat16 autocast", fix=Applicability.SAFE):
     """## What it does
     Flags a `GradScaler` construction (any spelling) whose `enabled=` is absent, `True`,
-    or not conditioned on float16, in a function (or module-level script) whose autocast
-    blocks have a known dtype that may be bfloat16 — a `torch.bfloat16` literal, a name
-    bound to one or to a choice including it, or CPU autocast without a dtype (CPU's
-    default is bfloat16). An `enabled=` expression that mentions `float16`, `"float16"`,
-    `half` or `fp16` counts as conditioned.
+    or not conditioned on float16, when the code it serves may run in bfloat16:
 
-    Not flagged: float16-only blocks, blocks whose dtype is not statically known,
-    `enabled=False`, and scalers constructed in another function than the autocast
-    (amplint cannot see how they meet).
+    - its autocast blocks have a known dtype that may be bfloat16 — a `torch.bfloat16`
+      literal, a name bound to one (once, or on every branch of an `if`/`elif` chain), a
+      choice including it, a class attribute or config field assigned such values in this
+      file, or CPU autocast without a dtype (CPU's default is bfloat16);
+    - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
+      `if args.bf16: scaler = GradScaler()`;
+    - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
+      `model.bfloat16()`, `from_pretrained(..., torch_dtype=torch.bfloat16)`; frozen
+      modules do not count).
+
+    The code a scaler serves is its function; for a scaler stored on `self`, every
+    method of its class (the scaler built in `__init__`, the autocast in `train_step`);
+    for a module-level scaler, the whole module. An `enabled=` expression that mentions
+    `float16`, `"float16"`, `half` or `fp16` counts as conditioned.
+
+    Not flagged: float16-only blocks, code with any autocast block whose dtype is not
+    statically known, `enabled=False`, and scalers built by a helper in another function
+    or file (amplint cannot see how they meet).
 
     ## Why is this bad?
     bfloat16 has float32's exponent range: gradients do not underflow, and loss scaling
-    buys nothing but extra work and skipped steps when the scale overflows. On ROCm it
-    fails outright: `"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented
-    for 'BFloat16'`.
+    buys nothing but extra work and skipped steps when the scale overflows. With
+    bfloat16 weights (hence bfloat16 gradients) it fails outright on CUDA and ROCm:
+    `"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for 'BFloat16'`.
 
     ## Example
     ```python
@@ -55,12 +82,15 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     when the dtype is bfloat16 only; a disabled scaler's `scale`, `step`, `unscale_` and
     `update` are pass-throughs, so the training loop runs unchanged, and scaling stays on
     wherever the dtype really is float16. No fix when the dtype expression is not a name
-    visible at the construction.
+    visible at the construction, nor for a scaler built only on a bfloat16 path (which
+    path should build it is the author's call). For bfloat16 weights the fix sets
+    `enabled=False`: the unscale that would raise becomes a pass-through.
     """
 
     triggers = frozenset({"GradScaler"})
-    # Pre-filter: an autocast whose known dtype may be bfloat16 (named, or the default of these devices).
-    requires = (frozenset({"autocast"}), frozenset({"bfloat16", "cpu", "hpu", "xla"}))
+    # Pre-filter: bfloat16 named (an autocast dtype, a flag, a cast), or autocast on a
+    # device whose default is bfloat16.
+    requires = (frozenset({"re:bf16|bfloat16|BF16|BFLOAT16", "cpu", "hpu", "xla"}),)
 
     VALID = (
         (
@@ -73,6 +103,28 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         (
             "import torch\n\ndef make():\n    return torch.amp.GradScaler('cuda')\n\n"
             "def step():\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        pass\n"
+        ),
+        # The float16 path builds it: right. A flag that names float16 too is the author's (VAR).
+        "import torch\nscaler = torch.amp.GradScaler('cuda') if args.fp16 else None\n"
+        "with torch.autocast('cuda', dtype=torch.bfloat16 if args.bf16 else torch.float16):\n    pass\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda') if using_fp16_rather_bf16 else None\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda') if not args.bf16 else None\n",
+        "import torch\nif args.bf16:\n    scaler = None\nelse:\n    scaler = torch.amp.GradScaler('cuda')\n",
+        # A frozen bfloat16 module (diffusers' VAE) beside a trained float32 one.
+        (
+            "import torch\nvae.requires_grad_(False)\nvae.to(device, dtype=torch.bfloat16)\n"
+            "scaler = torch.amp.GradScaler('cuda')\n"
+        ),
+        # Another class's bfloat16 autocast is not this scaler's business.
+        (
+            "import torch\n\nclass A:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+            "class B:\n    def step(self):\n        with torch.autocast('cuda', dtype=torch.bfloat16):\n            pass\n"
+        ),
+        # One block of unknown dtype in the class: silent.
+        (
+            "import torch\n\nclass T:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+            "    def a(self):\n        with torch.autocast('cuda', dtype=torch.bfloat16):\n            pass\n\n"
+            "    def b(self, dt):\n        with torch.autocast('cuda', dtype=dt):\n            pass\n"
         ),
     )
     INVALID = (
@@ -111,11 +163,80 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             "import torch\nscaler = torch.amp.GradScaler('cpu', enabled=True)\nwith torch.autocast('cpu'):\n    pass\n",
             fixed="import torch\nscaler = torch.amp.GradScaler('cpu', enabled=False)\nwith torch.autocast('cpu'):\n    pass\n",
         ),
+        # The seed documents' Trainer: scaler in __init__, bfloat16 autocast in train_step.
+        Invalid(
+            (
+                "import torch\n\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+                "        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+                "    def train_step(self, batch):\n"
+                "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = self.model(batch)\n"
+                "        self.scaler.scale(loss).backward()\n"
+            ),
+            fixed=(
+                "import torch\n\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+                "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n\n"
+                "    def train_step(self, batch):\n"
+                "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = self.model(batch)\n"
+                "        self.scaler.scale(loss).backward()\n"
+            ),
+            line=6,
+            column=23,
+            message="autocast may run in bfloat16",
+        ),
+        # A module-level scaler and a training function's if/elif dtype chain.
+        Invalid(
+            (
+                "import torch\nscaler = torch.amp.GradScaler('cuda')\n\ndef train(args):\n"
+                "    if args.precision == 'bf16':\n        dtype = torch.bfloat16\n"
+                "    elif args.precision == 'fp16':\n        dtype = torch.float16\n"
+                "    else:\n        dtype = torch.float32\n"
+                "    with torch.autocast('cuda', dtype=dtype):\n        pass\n"
+            ),
+            line=2,
+            column=10,
+            message="autocast may run in bfloat16",
+        ),
+        # Built only when bfloat16 is on (I-JEPA).
+        Invalid(
+            "import torch\nscaler = torch.amp.GradScaler('cuda') if use_bfloat16 else None\n",
+            line=2,
+            column=10,
+            message="built only when bfloat16 is selected (`use_bfloat16`)",
+        ),
+        Invalid(
+            "import torch\nif args.precision == 'bf16':\n    scaler = torch.amp.GradScaler('cuda')\n",
+            line=3,
+            column=14,
+            message="built only when bfloat16 is selected",
+        ),
+        # Weights loaded in bfloat16 with an enabled scaler: the unscale raises.
+        Invalid(
+            (
+                "import torch\nfrom transformers import AutoModel\n"
+                "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16)\n"
+                "scaler = torch.amp.GradScaler('cuda')\n"
+            ),
+            fixed=(
+                "import torch\nfrom transformers import AutoModel\n"
+                "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16)\n"
+                "scaler = torch.amp.GradScaler('cuda', enabled=False)\n"
+            ),
+            line=4,
+            column=10,
+            message="the model's weights are bfloat16 (line 3)",
+        ),
+        Invalid(
+            "import torch\nmodel = Net().cuda().bfloat16()\nscaler = torch.amp.GradScaler('cuda', enabled=True)\n",
+            fixed="import torch\nmodel = Net().cuda().bfloat16()\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n",
+            line=3,
+            column=10,
+            message="not implemented for 'BFloat16'",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        scalers = self.context.analysis.scalers
-        if not scalers.is_construction(node):
+        analysis = self.context.analysis
+        if not analysis.scalers.is_construction(node):
             return
         order = positional_order(self.qualified_name(node.func) or "")
         arguments = call_arguments(node, order) if order is not None else None
@@ -124,16 +245,127 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         enabled = arguments.get("enabled")
         if enabled is not None and (bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS)):
             return
-        scope = self.context.analysis.tree.scope_of(node)
-        blocks = [b for b in self.context.analysis.autocast.blocks_in(scope) if not b.disabled and not b.use.method]
+        condition = self._condition(node)
+        if condition is not None:
+            test, holds = condition
+            if _names_float16(test):
+                return  # built for float16 (or a condition that names it): the author's choice
+            if _selects_bfloat16(test) is holds:
+                self.report(
+                    node,
+                    f"GradScaler is built only when bfloat16 is selected (`{self.context.module.code_for_node(test)}`), "
+                    "which needs no loss scaling; build it for float16 instead",
+                )
+                return
+        region = self._region(node)
+        blocks = [b for b in self._blocks(region) if not b.disabled and not b.use.method]
         bf16_blocks = [b for b in blocks if b.use.dtypes is not None and "bfloat16" in b.use.dtypes]
-        if not bf16_blocks or any(b.use.dtypes is None for b in blocks):
+        if bf16_blocks and not any(b.use.dtypes is None for b in blocks):
+            self.report(
+                node,
+                "GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling",
+                fix=self._fix(node, enabled, bf16_blocks[0]),
+            )
             return
-        self.report(
-            node,
-            "GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling",
-            fix=self._fix(node, enabled, bf16_blocks[0]),
-        )
+        cast = self._bfloat16_weights(region)
+        if cast is not None:
+            line = self.context.location(self.context.span(cast)[0]).row
+            fix = None
+            if enabled is None or bool_value(enabled) is True:
+                fix = self._enabled_fix(node, enabled, "False")
+            self.report(
+                node,
+                f"GradScaler is enabled although the model's weights are bfloat16 (line {line}): unscaling "
+                "bfloat16 gradients raises \"not implemented for 'BFloat16'\" on CUDA and ROCm",
+                fix=fix,
+            )
+
+    # -- where the scaler's autocast blocks and model live ---------------------------------------
+
+    def _region(self, node: cst.Call) -> cst.ClassDef | cst.FunctionDef | cst.Module:
+        """The code the scaler serves: its class when stored on ``self``, else its
+        function, or the whole module for a module-level scaler."""
+        analysis = self.context.analysis
+        parent = analysis.tree.parent(node)
+        assign = analysis.tree.parent(parent) if isinstance(parent, cst.IfExp) else parent
+        if isinstance(assign, cst.Assign):
+            for target in assign.targets:
+                owner = analysis.classes.instance_attribute(target.target)
+                if owner is not None:
+                    return owner[0]
+        return analysis.tree.scope_of(node)
+
+    def _in_region(self, node: cst.CSTNode, region: cst.CSTNode) -> bool:
+        analysis = self.context.analysis
+        if isinstance(region, cst.Module):
+            return True
+        if isinstance(region, cst.ClassDef):
+            found = analysis.classes.method_of(node)
+            return found is not None and found[0] is region
+        return analysis.tree.scope_of(node) is region
+
+    def _blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
+        autocast = self.context.analysis.autocast
+        if isinstance(region, cst.FunctionDef):
+            return autocast.blocks_in(region)
+        return [block for block in autocast.blocks if self._in_region(block.statement, region)]
+
+    def _condition(self, node: cst.Call) -> tuple[cst.BaseExpression, bool] | None:
+        """The nearest condition the construction runs under, in its scope, and whether it
+        runs when that condition holds (``GradScaler() if args.bf16 else None``,
+        ``if use_bf16: scaler = GradScaler()``)."""
+        for child, ancestor in self.context.analysis.tree.ancestry(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return None
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+                return ancestor.test, child is ancestor.body
+        return None
+
+    def _bfloat16_weights(self, region: cst.CSTNode) -> cst.Call | None:
+        """A cast of a trained model to bfloat16, or a model loaded in bfloat16, in ``region``."""
+        analysis = self.context.analysis
+        for call in analysis.tree.index.calls:
+            if not isinstance(call.func, cst.Attribute) or not self._in_region(call, region):
+                continue
+            method = call.func.attr.value
+            if method == "from_pretrained":
+                if any(
+                    arg.keyword is not None
+                    and arg.keyword.value in ("torch_dtype", "dtype")
+                    and analysis.values.dtype_values(arg.value) == BFLOAT16
+                    for arg in call.args
+                ):
+                    return call
+                continue
+            if method == "bfloat16" and not call.args:
+                cast = True
+            elif method == "to":
+                cast = any(
+                    not arg.star
+                    and (arg.keyword is None or arg.keyword.value == "dtype")
+                    and analysis.values.dtype_values(arg.value) == BFLOAT16
+                    for arg in call.args
+                )
+            else:
+                continue
+            receiver = dotted_name(call.func.value) or self._assigned_name(call)
+            if (
+                cast
+                and receiver is not None
+                and MODEL.search(receiver.split(".")[-1])
+                and receiver not in analysis.training.frozen_modules
+            ):
+                return call
+        return None
+
+    def _assigned_name(self, call: cst.Call) -> str | None:
+        """``model`` for ``model = Net().cuda().bfloat16()``."""
+        assign = self.context.analysis.tree.parent(call)
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            return dotted_name(assign.targets[0].target)
+        return None
+
+    # -- fixes ----------------------------------------------------------------------------
 
     def _fix(self, node: cst.Call, enabled: cst.BaseExpression | None, block: AutocastBlock) -> Fix | None:
         use = block.use
@@ -150,6 +382,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 condition = test
             else:
                 condition = f"({self.context.module.code_for_node(enabled)} and {test})"
+        return self._enabled_fix(node, enabled, condition)
+
+    def _enabled_fix(self, node: cst.Call, enabled: cst.BaseExpression | None, condition: str) -> Fix | None:
         if enabled is not None:
             return self.make_fix(f"Set `enabled={condition}`", [self.context.replace(enabled, condition)])
         if not node.args:
@@ -164,13 +399,57 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         end = self.context.span(last)[1]
         return self.make_fix(f"Set `enabled={condition}`", [self.context.insert(end, f", enabled={condition}")])
 
-    def _visible_before(self, name: cst.Name, at: cst.CSTNode) -> bool:
-        from libcst.metadata import Assignment, ScopeProvider
 
-        scope = self.context.wrapper.resolve(ScopeProvider).get(at)
-        if scope is None:
-            return False
-        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
-        return bool(assignments) and all(
-            self.context.span(a.node)[0] < self.context.span(at)[0] for a in assignments
+def _names_float16(test: cst.BaseExpression) -> bool:
+    """Does ``test`` name float16 as a word (``args.fp16``, ``"float16"``; not ``bfloat16``)?"""
+    words: set[str] = set()
+    for name in loaded_names(test):
+        words.update(re.split(r"[^a-z0-9]+", name.lower()))
+    for node in _strings_and_attributes(test):
+        words.update(re.split(r"[^a-z0-9]+", node.lower()))
+    return bool(words & FLOAT16_WORDS)
+
+
+def _strings_and_attributes(test: cst.BaseExpression) -> list[str]:
+    found: list[str] = []
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            value = node.evaluated_value
+            if isinstance(value, str):
+                found.append(value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.append(node.attr.value)
+
+    test.visit(_Visitor())
+    return found
+
+
+def _selects_bfloat16(test: cst.BaseExpression) -> bool | None:
+    """True when ``test`` holding means bfloat16 (``args.bf16``, ``dtype == "bfloat16"``,
+    ``use_bf16 and amp``), False when it failing means bfloat16 (``not args.bf16``,
+    ``precision != "bf16"``), None when it says neither."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _selects_bfloat16(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) and (_selects_bfloat16(test.left) or _selects_bfloat16(test.right)):
+            return True
+        return None
+    name = last_name(test)
+    if name is not None:
+        # `using_fp16_rather_bf16` names both: it says nothing certain.
+        tokens = set(name.lower().split("_"))
+        return True if tokens & {"bf16", "bfloat16"} and not tokens & {"fp16", "float16", "half"} else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        names_bfloat16 = any(
+            (string_literal(side) or dotted_name(side) or "").lower() in BFLOAT16_SPELLINGS for side in sides
         )
+        if names_bfloat16 and isinstance(target.operator, (cst.Equal, cst.Is)):
+            return True
+        if names_bfloat16 and isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+            return False
+    return None

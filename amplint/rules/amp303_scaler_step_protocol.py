@@ -18,8 +18,11 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     """## What it does
     Flags three breaks of the GradScaler protocol (scale → backward → [unscale_] → step →
     update):
-    - `scaler.step(optimizer)` where the file never calls `scaler.update()` (several
-      steps sharing one update is the multi-optimizer pattern and is fine);
+    - `scaler.step(optimizer)` where the file never calls `update()` on that scaler
+      (several steps sharing one update is the multi-optimizer pattern and is fine). The
+      scaler is known by its binding: `scaler.update()` on a parameter `scaler` of one
+      function does not count for a parameter `scaler` of another, nor `self.scaler`
+      of one class for another class's;
     - `optimizer.step()` in the block of a scaled backward (or a block nested under it)
       in a function that never calls `scaler.step(...)`, so the optimizer steps on
       scaled gradients;
@@ -30,7 +33,8 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     flag (`if scaler is None:`, `if not args.amp:`), optimizers wrapped by a library
     that scales for you (bound from `accelerator.prepare(...)` and the like), and — a
     decision of amplint's, stricter than the catalog — a `scaler.step` whose `update()`
-    is called anywhere in the file, even in another method.
+    may be called on the same object anywhere in the file, even in another method or
+    in the caller of a function that receives the scaler.
 
     ## Why is this bad?
     Without `update()`, the next `scaler.step()` raises `RuntimeError: unscale_() has
@@ -84,12 +88,49 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
             "class T:\n    def step(self):\n        self.scaler.step(self.optimizer)\n\n"
             "    def after(self):\n        self.scaler.update()\n"
         ),
+        # The caller updates the scaler it passed in.
+        (
+            "def train_step(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
+            "scaler = make_scaler()\nfor loss in losses:\n    train_step(loss, opt, scaler)\n    scaler.update()\n"
+        ),
         (
             "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
             "    scaler.step(opt)\n    scaler.update()\n    scaler.unscale_(opt)\n"
         ),
     )
     INVALID = (
+        # Another function's parameter of the same name is another scaler.
+        Invalid(
+            (
+                "def train_a(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
+                "def train_b(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"
+            ),
+            fixed=(
+                "def train_a(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n\n"
+                "def train_b(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"
+            ),
+            count=1,
+            line=3,
+            column=5,
+            message="`scaler.step()` without `scaler.update()`",
+        ),
+        Invalid(
+            (
+                "class A:\n    def step(self):\n        self.scaler.step(self.opt)\n\n"
+                "class B:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+            ),
+            fixed=(
+                "class A:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n\n"
+                "class B:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+            ),
+            count=1,
+            line=3,
+            column=9,
+            message="`self.scaler.step()` without `self.scaler.update()`",
+        ),
         Invalid(
             "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    log()\n",
             fixed="def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n    log()\n",
@@ -136,7 +177,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     # -- scaler.step without update -------------------------------------------------------------
 
     def _check_update(self, call: ScalerCall) -> None:
-        if any(c.method == "update" and c.scaler == call.scaler for c in self.context.analysis.scalers.calls):
+        if any(c.method == "update" and call.same_object_possible(c) for c in self.context.analysis.scalers.calls):
             return
         self.report(
             call.call,
