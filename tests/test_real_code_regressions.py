@@ -20,14 +20,16 @@ def test_apex_module_introspection_is_not_a_use() -> None:
 
 
 def test_nccl_after_a_cuda_device_count_assertion_is_fine() -> None:
-    # yolov7's train.py asserts the CUDA device count before choosing NCCL.
+    # yolov7's train.py asserts the CUDA device count before choosing NCCL (and chooses a
+    # device elsewhere, so the file does mean to run without CUDA).
+    choice = "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
     source = (
-        "import torch\nimport torch.distributed as dist\n\nif rank != -1:\n"
+        "import torch\nimport torch.distributed as dist\n" + choice + "\nif rank != -1:\n"
         "    assert torch.cuda.device_count() > rank\n    dist.init_process_group(backend='nccl')\n"
     )
     assert _codes(source, "AMP201") == []
-    unguarded = "import torch.distributed as dist\n\nif rank != -1:\n    dist.init_process_group(backend='nccl')\n"
-    assert _codes(unguarded, "AMP201") == [("AMP201", 4)]
+    unguarded = "import torch\nimport torch.distributed as dist\n" + choice + "\nif rank != -1:\n    dist.init_process_group(backend='nccl')\n"
+    assert _codes(unguarded, "AMP201") == [("AMP201", 6)]
 
 
 def test_a_device_bound_to_cuda_is_not_a_device_choice() -> None:

@@ -45,4 +45,4 @@ class FileAnalysis:
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
-        self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings)
+        self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes)

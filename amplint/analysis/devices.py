@@ -17,6 +17,7 @@ Analysis API (``context.analysis.devices``):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -24,9 +25,17 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import dotted_name, last_name
-from amplint.analysis.torch_api import AVAILABILITY_TESTS, DEVICE_CONSTRUCTORS, DEVICE_TYPES
+from amplint.analysis.syntax import dotted_name, last_name, string_literal
+from amplint.analysis.torch_api import (
+    AUTOCASTS,
+    AVAILABILITY_TESTS,
+    DEVICE_CONSTRUCTORS,
+    DEVICE_TYPES,
+    GRAD_SCALERS,
+    MODERN_CUSTOM_AUTOGRAD,
+)
 from amplint.analysis.tree import ScopeNode, Tree
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
@@ -35,6 +44,13 @@ from amplint.engine.walk import ReadOnlyVisitor
 _FLAG_WORDS = ("cuda", "gpu")
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
 _MAX_DEPTH = 4
+INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
+AMP_CALLABLES = AUTOCASTS | GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD
+# An availability test that may choose another device (device_count() often just counts GPUs).
+FALLBACK_TESTS = AVAILABILITY_TESTS - {"torch.cuda.device_count"}
+OTHER_DEVICES = frozenset({"cpu", "mps", "xpu"})
+# Variables that hold the device code runs on (not `init_device`, `map_location` and kin).
+DEVICE_NAMES = frozenset({"device", "device_type", "accelerator"})
 
 
 @dataclass(frozen=True)
@@ -116,8 +132,8 @@ class DeviceAnalysis:
     tree: Tree
     names: NameResolver
     bindings: Bindings
+    classes: Classes
     _occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = field(default_factory=dict, init=False, repr=False)
-    _class_cache: dict[cst.ClassDef, bool] = field(default_factory=dict, init=False, repr=False)
 
     # -- scopes ----------------------------------------------------------------------------
 
@@ -130,9 +146,9 @@ class DeviceAnalysis:
         return self._occurrence_cache[scope]
 
     def _class_assigns_self_device(self, cls: cst.ClassDef) -> bool:
-        if cls not in self._class_cache:
-            self._class_cache[cls] = _assigns_self_device(cls)
-        return self._class_cache[cls]
+        """Does the class have a ``device`` member: ``self.device = ...`` in a method, or a
+        class-body field (``device: torch.device`` in a dataclass)?"""
+        return bool(self.classes.members(cls, "device"))
 
     # -- device variables --------------------------------------------------------------------
 
@@ -152,7 +168,39 @@ class DeviceAnalysis:
         # one that can hold something other than CUDA: `device = torch.device("cuda")`
         # in a CUDA-only test is not a choice of device.
         bindings = self.bindings.assignments(variable.expr, "device")
-        return bool(bindings) and not all(self._binds_cuda_literal(binding) for binding in bindings)
+        if not bindings:
+            return False
+        return not all(self._binds_cuda_literal(binding) for binding in bindings) or self._treated_as_variable
+
+    @functools.cached_property
+    def _treated_as_variable(self) -> bool:
+        """Does the file treat a CUDA-bound ``device`` as variable: test its type
+        (``device.type == "cuda"``, ``"cuda" in device``, ``device.startswith("cuda")``), or
+        let it be rebound at run time (``exec(open(...).read())`` configurators,
+        ``globals().update(...)``, an argparse ``--device`` option)?"""
+        for call in self.tree.index.calls:
+            qualified = self.names.resolve(call.func)
+            if qualified == "exec":
+                return True
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "update"
+                and isinstance(call.func.value, cst.Call)
+                and self.names.resolve(call.func.value.func) == "globals"
+            ):
+                return True
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "add_argument"
+                and any(string_literal(arg.value) in ("--device", "-device", "--device_type") for arg in call.args)
+            ):
+                return True
+        for node in self.tree.parents:
+            if isinstance(node, (cst.Comparison, cst.Call)) and self.is_device_test(node):
+                tested = self.tested_device(node)
+                if tested is not None and last_name(tested) == "device":
+                    return True
+        return False
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -376,6 +424,91 @@ class DeviceAnalysis:
                 return True
         return False
 
+    def _exits_without_device(self, statement: cst.If) -> bool:
+        """``if ...: ... elif torch.cuda.is_available(): ... else: sys.exit(1)``: a chain
+        that tests the device on some branch and leaves on the last (DINO's setup)."""
+        links, final = _chain(statement)
+        return final is not None and _leaves(final.body) and any(self.is_device_test(link.test) for link in links)
+
+    def requires_cuda(self, node: cst.CSTNode) -> bool:
+        """Does the function (or module) running ``node`` require CUDA anyway, before or
+        after it: ``torch.cuda.set_device(...)``, ``.cuda()``, ``init_device_mesh("cuda")``,
+        ``device_id=`` a CUDA device?"""
+        scope = self.tree.scope_of(node)
+        for call in self.tree.index.calls:
+            if self.tree.scope_of(call) is not scope:
+                continue
+            qualified = self.names.resolve(call.func)
+            if qualified == "torch.cuda.set_device":
+                return True
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
+                return True  # `model.cuda()`, `x.cuda(rank)`
+            if qualified in INIT_DEVICE_MESH and call.args and self._is_cuda(call.args[0].value):
+                return True
+            if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
+                return True
+        return False
+
+    def _is_cuda(self, expr: cst.BaseExpression) -> bool:
+        """A CUDA device (``"cuda"``, ``torch.device("cuda", rank)``), or a name bound once to one."""
+        if isinstance(expr, cst.Name):
+            bound = self.bindings.single_value(expr)
+            expr = bound if bound is not None else expr
+        return _is_cuda_literal_device(self.names, expr)
+
+    @functools.cached_property
+    def runs_elsewhere(self) -> bool:
+        """Does the file show any intent to run without CUDA: AMP code, a non-CUDA device
+        chosen (``"cpu"``/``"mps"``/``"xpu"`` as a device value or default), or an availability
+        test with a fallback (not an assertion, not a guard that exits)?"""
+        for call in self.tree.index.calls:
+            qualified = self.names.resolve(call.func)
+            if qualified in AMP_CALLABLES or (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value == "autocast" and qualified is None
+            ):
+                return True
+            if qualified in FALLBACK_TESTS and self._is_fallback(call):
+                return True
+        return any(
+            isinstance(node, cst.SimpleString) and self._is_other_device(node) for node in self.tree.parents
+        )
+
+    def _is_fallback(self, test: cst.Call) -> bool:
+        statement = self.tree.statement_of(test)
+        if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(small, cst.Assert) for small in statement.body):
+            return False
+        if isinstance(statement, cst.If) and self.tree.within(test, statement.test):
+            links, final = _chain(statement)
+            return not (final is None and len(links) == 1 and _leaves(statement.body))
+        return True
+
+    def _is_other_device(self, literal: cst.SimpleString) -> bool:
+        """Is this ``"cpu"``/``"mps"``/``"xpu"`` literal used as a device: in ``torch.device``,
+        as a ``device=`` argument or a device parameter's default, bound to a device-named
+        variable, as an ``--device`` option's default, or as one side of a device choice?"""
+        value = string_literal(literal)
+        if value is None or value.split(":")[0] not in OTHER_DEVICES:
+            return False
+        parent = self.tree.parent(literal)
+        if isinstance(parent, cst.IfExp):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = self.tree.parent(parent)
+            if parent.keyword is not None and parent.keyword.value in ("device", "device_type"):
+                return True
+            if isinstance(call, cst.Call):
+                if self.names.resolve(call.func) in DEVICE_CONSTRUCTORS:
+                    return True
+                if parent.keyword is not None and parent.keyword.value == "default":
+                    return any("device" in (string_literal(arg.value) or "") for arg in call.args)
+            return False
+        if isinstance(parent, cst.Param):
+            return parent.name.value == "device"
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return any(last_name(target) in DEVICE_NAMES for target in targets)
+        return False
+
     def _guarded_by_earlier_statement(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
         """``if not torch.cuda.is_available(): raise ...`` or ``assert <device test>`` earlier in the block."""
         for statement in _statements_before(block.body, child):
@@ -386,11 +519,22 @@ class DeviceAnalysis:
                 and _leaves(statement.body)
             ):
                 return True
+            if isinstance(statement, cst.If) and self._exits_without_device(statement):
+                return True
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     if isinstance(small, cst.Assert) and self.is_device_test(small.test):
                         return True
         return False
+
+
+def _chain(statement: cst.If) -> tuple[list[cst.If], cst.Else | None]:
+    """The ``if`` and ``elif`` links of a chain, and its final ``else``."""
+    links = [statement]
+    while isinstance(links[-1].orelse, cst.If):
+        links.append(links[-1].orelse)
+    final = links[-1].orelse
+    return links, final if isinstance(final, cst.Else) else None
 
 
 def _is_self_device(target: cst.BaseExpression) -> bool:
@@ -402,25 +546,6 @@ def _is_self_device(target: cst.BaseExpression) -> bool:
     )
 
 
-def _assigns_self_device(cls: cst.ClassDef) -> bool:
-    found = False
-
-    class _Visitor(ReadOnlyVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            nonlocal found
-            targets = (
-                [element.value for element in node.target.elements]
-                if isinstance(node.target, (cst.Tuple, cst.List))
-                else [node.target]
-            )  # `self.model, self.device = ...`
-            found = found or any(_is_self_device(target) for target in targets)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            nonlocal found
-            found = found or _is_self_device(node.target)
-
-    cls.visit(_Visitor())
-    return found
 
 
 def _self_device_targets(function: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -19,13 +19,16 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from amplint.diagnostics import Edit, Location
 from amplint.engine.metadata import FastMetadataWrapper
+from amplint.engine.project import ProjectFacts
 from amplint.engine.source import SourceFile, line_starts
 from amplint.engine.walk import significant_children
 
 
 class SourceContext:
-    def __init__(self, path: str, source: SourceFile, module: cst.Module) -> None:
+    def __init__(self, path: str, source: SourceFile, module: cst.Module, project: ProjectFacts | None = None) -> None:
         self.path = path
+        # What the file's project declares (target torch, runtime helpers allowed).
+        self.project = project or ProjectFacts()
         self.source = source
         self.text = source.text
         self.module = module

@@ -24,6 +24,7 @@ from amplint.engine.deep import run_deep
 from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import cpython_compiles
 from amplint.engine.prefilter import rules_for
+from amplint.engine.project import ProjectFacts
 from amplint.engine.rule import RuleType
 from amplint.engine.source import SourceFile
 
@@ -148,10 +149,10 @@ def _key(diagnostic: Diagnostic, text: str) -> tuple[str, str, tuple[tuple[str, 
     return diagnostic.code, _fix(diagnostic).message, edits
 
 
-def _lint_pass(path: str, source: SourceFile, rules: Sequence[RuleType]) -> LintResult:
+def _lint_pass(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None) -> LintResult:
     """Lint ``source`` with the rules whose trigger words its current text contains."""
     active = rules_for(source.text, rules)
-    return lint_source(path, source, active) if active else LintResult()
+    return lint_source(path, source, active, project) if active else LintResult()
 
 
 def fix_source(
@@ -161,13 +162,14 @@ def fix_source(
     *,
     allow: Callable[[Diagnostic], bool],
     max_passes: int = MAX_PASSES,
+    project: ProjectFacts | None = None,
 ) -> FixOutcome:
     """Fix ``source`` with every allowed fix; ``allow`` decides per diagnostic.
 
     ``rules`` are all the rules enabled for the file, before the pre-filter: each pass
     chooses among them by the text it lints.
     """
-    return run_deep(_fix_source, path, source, rules, allow, max_passes)
+    return run_deep(_fix_source, path, source, rules, allow, max_passes, project)
 
 
 def _fix_source(
@@ -176,13 +178,14 @@ def _fix_source(
     rules: Sequence[RuleType],
     allow: Callable[[Diagnostic], bool],
     max_passes: int,
+    project: ProjectFacts | None,
 ) -> FixOutcome:
     outcome = FixOutcome(text=source.text)
     rejected: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
     current = source
     check_ast: bool | None = None
     for _ in range(max_passes):
-        result = _lint_pass(path, current, rules)
+        result = _lint_pass(path, current, rules, project)
         outcome.remaining = result
         if check_ast is None:
             check_ast = result.compiles
@@ -218,7 +221,7 @@ def _fix_source(
                 outcome.applied[diagnostic.code] = outcome.applied.get(diagnostic.code, 0) + 1
         current = current.with_text(new_text)
         outcome.text = new_text
-    outcome.remaining = _lint_pass(path, current, rules)
+    outcome.remaining = _lint_pass(path, current, rules, project)
     leftover = [d for d in outcome.remaining.diagnostics if d.fix is not None and allow(d) and _key(d, current.text) not in rejected]
     outcome.converged = not leftover
     if leftover:

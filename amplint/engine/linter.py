@@ -23,6 +23,7 @@ from amplint.engine.context import SourceContext, render
 from amplint.engine.deep import deep_recursion, run_deep
 from amplint.engine.noqa import apply_noqa
 from amplint.engine.parse import file_diagnostic, parse_source
+from amplint.engine.project import ProjectFacts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, Rule, RuleType
 from amplint.engine.source import SourceFile
 from amplint.engine.walk import traverse
@@ -62,6 +63,7 @@ def lint_module(
     rules: Sequence[RuleType],
     *,
     compiles: bool = False,
+    project: ProjectFacts | None = None,
 ) -> LintResult:
     """Run ``rules`` over an already parsed ``module`` of ``source`` (call on a deep thread)."""
     result = LintResult(compiles=compiles)
@@ -69,7 +71,7 @@ def lint_module(
         return result
     try:
         with deep_recursion():
-            _run_rules(path, source, module, rules, result)
+            _run_rules(path, source, module, rules, result, project)
     except RecursionError:
         result.diagnostics = [file_diagnostic(path, PARSE_ERROR, "cannot analyse: expressions nested too deeply")]
         result.parsed = False
@@ -77,7 +79,14 @@ def lint_module(
     return result
 
 
-def _run_rules(path: str, source: SourceFile, module: cst.Module, rules: Sequence[RuleType], result: LintResult) -> None:
+def _run_rules(
+    path: str,
+    source: SourceFile,
+    module: cst.Module,
+    rules: Sequence[RuleType],
+    result: LintResult,
+    project: ProjectFacts | None,
+) -> None:
     code = render(module)
     alignment: Alignment | None = None
     if code != source.text:
@@ -91,7 +100,7 @@ def _run_rules(path: str, source: SourceFile, module: cst.Module, rules: Sequenc
 
     def context_for(wanted: type[SourceContext]) -> SourceContext:
         if wanted not in contexts:
-            contexts[wanted] = wanted(path, seen, module)
+            contexts[wanted] = wanted(path, seen, module, project)
         return contexts[wanted]
 
     context = context_for(SourceContext)
@@ -192,17 +201,17 @@ def _mapped_fix(fix: Fix, alignment: Alignment, locate: Callable[[int], Location
 
 
 
-def _lint(path: str, source: SourceFile, rules: Sequence[RuleType]) -> LintResult:
+def _lint(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None) -> LintResult:
     parsed = parse_source(path, source.text)
     if parsed.module is None:
         errors = [parsed.error] if parsed.error is not None else []
         return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
-    result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles)
+    result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles, project=project)
     result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR}), key=lambda d: d.sort_key)
     return result
 
 
-def lint_source(path: str, source: SourceFile, rules: Sequence[RuleType]) -> LintResult:
+def lint_source(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None = None) -> LintResult:
     """Parse and lint one source; never raises for anything the source contains."""
-    return run_deep(_lint, path, source, rules)
+    return run_deep(_lint, path, source, rules, project)
 

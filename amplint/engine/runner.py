@@ -33,6 +33,7 @@ from amplint.engine.fixer import FixFailure, fix_source
 from amplint.engine.linter import lint_source
 from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
+from amplint.engine.project import ProjectFacts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.source import SourceError, decode
 
@@ -49,6 +50,8 @@ class Job:
     # Every rule there is (the engine knows none by name); settings choose among them.
     registry: tuple[RuleType, ...]
     unsafe_fixes: bool = False
+    # What the project declares (target torch, runtime helpers); None: nothing declared.
+    project: ProjectFacts | None = None
 
 
 @dataclass
@@ -143,11 +146,13 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     if not active:
         return report
     if job.mode is Mode.CHECK:
-        result = lint_source(path, source, active)
+        result = lint_source(path, source, active, job.project)
         report.diagnostics = result.diagnostics
         report.warnings = [result.skipped] if result.skipped else []
         return _filter_codes(report, rules)
-    outcome = fix_source(path, source, rules, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes))
+    outcome = fix_source(
+        path, source, rules, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes), project=job.project
+    )
     report.diagnostics = outcome.remaining.diagnostics
     report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []
     report.fixes_applied = outcome.applied

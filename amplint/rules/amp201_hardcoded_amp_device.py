@@ -10,6 +10,7 @@ from amplint.analysis.torch_api import (
     MODERN_AUTOCASTS,
     MODERN_CUSTOM_AUTOGRAD,
     MODERN_GRAD_SCALERS,
+    RUNTIME_TORCH,
 )
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.importer import Importer
@@ -47,7 +48,23 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors);
     - **(c)** `str(device)` passed as an autocast device type;
     - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
-      (keyword or positional).
+      (keyword or positional), where the code could run without CUDA.
+
+    A `device` field of a class (`device: torch.device` in a dataclass) is a device
+    variable for its methods, like `self.device` assigned in one. A `device` bound only
+    to CUDA (`device = torch.device("cuda")`) marks CUDA-only code, unless the file treats
+    it as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
+    `device.startswith("cuda")`) or may rebind it at run time (`exec(open(...).read())`
+    configurators, `globals().update(...)`, an argparse `--device` option).
+
+    (d) is silent where switching to gloo would not make the code run anywhere new: when
+    the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
+    call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, before or after the
+    call), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
+    including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`),
+    and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
+    choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
+    test with a fallback).
 
     Not flagged: an autocast or GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
@@ -109,18 +126,22 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     ```
 
     ## Fix safety
-    (d) is safe: `backend=amplint.runtime.dist_backend(<device>)` returns `"nccl"` wherever
-    CUDA is used, so every run that worked before is unchanged, and CPU/XPU runs get
-    `gloo`/`xccl` instead of a crash. The device variable is passed only when it is
-    certainly bound at the call (a parameter, or a name assigned earlier in an enclosing
-    block); otherwise `dist_backend()` uses the machine's default device.
+    (d) is safe and adds no dependency: the literal becomes
+    `"nccl" if torch.cuda.is_available() else "gloo"` (`import torch` is added when
+    `torch` is not bound), so every run that worked before is unchanged and CPU runs get
+    `gloo` instead of a crash. When the project already depends on amplint (it declares
+    `amplint` in `pyproject.toml`, `requirements*.txt`, `setup.cfg` or `setup.py`, or sets
+    `runtime-helpers = true`; see the runtime-dependency policy in the README), the fix is
+    `amplint.runtime.dist_backend(<device>)` instead, which also picks `xccl` on XPU; the
+    device variable is passed only when it is certainly bound at the call.
 
     (a) to (c) are unsafe: replacing the literal with
     `amplint.runtime.device_type(<device variable>)` turns AMP on for devices that ran in
     float32 until now (numerics and speed change there), and when the scope has several
     different device variables amplint cannot know which one the author meant (then no
     fix is offered). Every fix adds `import amplint.runtime` once, after the file's
-    imports; the runtime helpers need `pip install amplint[runtime]` (torch).
+    imports; the runtime helpers need `pip install amplint[runtime]` (torch ≥ 2.4), so
+    no such fix is offered for a project whose target torch is older (`target-torch`).
     """
 
     triggers = frozenset({"cuda", "nccl", "autocast"})
@@ -162,6 +183,37 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             "    dist.init_process_group('nccl')\n"
         ),
         "import torch.distributed as dist\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\ndist.init_process_group(backend)\n",
+        # RULES.md rev 4 (d): code that requires CUDA anyway.
+        "import torch.distributed as dist\n\ndist.init_process_group(backend='nccl', init_method='env://')\n",
+        (
+            "import torch\nimport torch.distributed as dist\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+            "def setup(rank):\n    torch.cuda.set_device(rank)\n    dist.init_process_group('nccl')\n"
+        ),
+        (
+            "import torch\nimport torch.distributed as dist\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+            "def setup(rank):\n    dist.init_process_group('nccl', device_id=torch.device('cuda', rank))\n"
+        ),
+        (
+            "import torch\nimport torch.distributed as dist\nscaler = torch.amp.GradScaler('cuda')\n\n"
+            "def setup(model, rank):\n    dist.init_process_group(backend='nccl')\n    model.cuda(rank)\n"
+        ),
+        # DINO's init_distributed_mode: the last branch exits without CUDA.
+        (
+            "import os, sys\nimport torch\nimport torch.distributed as dist\ndevice = 'cpu'\n\n"
+            "def init(args):\n    if 'RANK' in os.environ:\n        args.rank = int(os.environ['RANK'])\n"
+            "    elif torch.cuda.is_available():\n        args.rank = 0\n    else:\n        sys.exit(1)\n"
+            "    dist.init_process_group(backend='nccl')\n"
+        ),
+        # OLMo's ladder.py: where a model is initialised is not the device the code runs on.
+        (
+            "import torch.distributed as dist\nmodel_config.init_device = 'cpu'\n\n"
+            "def train():\n    dist.init_process_group(backend='nccl')\n"
+        ),
+        # No intent to run elsewhere: an assertion is not a fallback, map_location not a device choice.
+        (
+            "import torch\nimport torch.distributed as dist\n\ndef main():\n    assert torch.cuda.is_available()\n"
+            "    state = torch.load('ckpt.pt', map_location='cpu')\n\ndef run():\n    dist.init_process_group('nccl')\n"
+        ),
         # An assertion on the CUDA device count guards it (yolov7's train.py).
         (
             "import torch\nimport torch.distributed as dist\n\ndef setup(rank):\n"
@@ -207,19 +259,35 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             unsafe=True,
         ),
         Invalid(
-            "import torch.distributed as dist\n\ndist.init_process_group(backend='nccl', init_method='env://')\n",
-            fixed=(
-                "import torch.distributed as dist\nimport amplint.runtime\n\n"
-                "dist.init_process_group(backend=amplint.runtime.dist_backend(), init_method='env://')\n"
+            (
+                "import torch\nimport torch.distributed as dist\n\n"
+                "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                "dist.init_process_group(backend='nccl', init_method='env://')\n"
             ),
+            fixed=(
+                "import torch\nimport torch.distributed as dist\n\n"
+                "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                "dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')\n"
+            ),
+            line=5,
+            column=33,
+            message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
         ),
+        # `torch` not bound: the fix imports it; a device option's default shows the intent.
         Invalid(
-            "from torch.distributed import init_process_group\n\ndef setup(device):\n"
-            "    init_process_group('nccl')\n",
-            fixed=(
-                "from torch.distributed import init_process_group\nimport amplint.runtime\n\ndef setup(device):\n"
-                "    init_process_group(amplint.runtime.dist_backend(device))\n"
+            (
+                "import argparse\nfrom torch.distributed import init_process_group\n\n"
+                "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cpu')\n\n"
+                "def setup():\n    init_process_group(\"nccl\")\n"
             ),
+            fixed=(
+                "import argparse\nfrom torch.distributed import init_process_group\nimport torch\n\n"
+                "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cpu')\n\n"
+                "def setup():\n    init_process_group(\"nccl\" if torch.cuda.is_available() else \"gloo\")\n"
+            ),
+            line=8,
+            column=24,
+            message="NCCL needs CUDA GPUs",
         ),
         Invalid(
             "device = 'mps'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n",
@@ -259,6 +327,53 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 "    scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))\n"
             ),
             unsafe=True,
+        ),
+        # A dataclass field is a device variable for its methods (RULES.md rev 4).
+        Invalid(
+            (
+                "import torch\nfrom dataclasses import dataclass\n\n@dataclass\nclass Trainer:\n"
+                "    device: torch.device\n\n    def step(self, x):\n        with torch.autocast('cuda'):\n"
+                "            return self.model(x)\n"
+            ),
+            fixed=(
+                "import torch\nfrom dataclasses import dataclass\nimport amplint.runtime\n\n@dataclass\nclass Trainer:\n"
+                "    device: torch.device\n\n    def step(self, x):\n"
+                "        with torch.autocast(amplint.runtime.device_type(self.device)):\n"
+                "            return self.model(x)\n"
+            ),
+            unsafe=True,
+            line=9,
+            column=29,
+            message="device variable (`self.device`)",
+        ),
+        # Bound to CUDA, but a configurator may rebind it (nanoGPT) or the file tests it.
+        Invalid(
+            (
+                "import torch\ndevice = 'cuda'\nexec(open('configurator.py').read())\n"
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
+            ),
+            fixed=(
+                "import torch\nimport amplint.runtime\ndevice = 'cuda'\nexec(open('configurator.py').read())\n"
+                "with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):\n    pass\n"
+            ),
+            unsafe=True,
+            line=4,
+            column=21,
+            message="hardcodes device type",
+        ),
+        Invalid(
+            (
+                "import torch\ndevice = torch.device('cuda')\npin = device.type == 'cuda'\n"
+                "scaler = torch.amp.GradScaler('cuda')\n"
+            ),
+            unsafe=True,
+            fixed=(
+                "import torch\nimport amplint.runtime\ndevice = torch.device('cuda')\npin = device.type == 'cuda'\n"
+                "scaler = torch.amp.GradScaler(amplint.runtime.device_type(device))\n"
+            ),
+            line=4,
+            column=31,
+            message="hardcodes device type",
         ),
         # Two different device variables: which one is meant is a guess, so no fix.
         Invalid(
@@ -349,13 +464,39 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         devices = self.context.analysis.devices
         if devices.in_device_condition(node):
             return
-        variable = devices.expression_at(node, strict=True)
-        call = f"amplint.runtime.dist_backend({variable or ''})"
+        if devices.requires_cuda(node) or not devices.runs_elsewhere:
+            return  # CUDA-only code: switching to gloo would not make it run anywhere new
+        if self._runtime_allowed():
+            variable = devices.expression_at(node, strict=True)
+            call = f"amplint.runtime.dist_backend({variable or ''})"
+            message = (
+                'Hardcoded "nccl" backend: NCCL needs CUDA GPUs, so `init_process_group` fails on '
+                f"CPU-only, MPS and XPU machines; use `{call}` (nccl on CUDA, xccl on XPU, gloo otherwise)"
+            )
+            self.report(backend, message, fix=self._runtime_fix(backend, call, Applicability.SAFE))
+            return
+        quote = cst.ensure_type(backend, cst.SimpleString).quote
+        bound = Importer(self.context).bind_module("torch", node)
+        torch = bound[0] if bound is not None else "torch"
+        choice = f"{quote}nccl{quote} if {torch}.cuda.is_available() else {quote}gloo{quote}"
         message = (
             'Hardcoded "nccl" backend: NCCL needs CUDA GPUs, so `init_process_group` fails on '
-            f"CPU-only, MPS and XPU machines; use `{call}` (nccl on CUDA, xccl on XPU, gloo otherwise)"
+            f"CPU-only, MPS and XPU machines; use `{choice}`"
         )
-        self.report(backend, message, fix=self._runtime_fix(backend, call, Applicability.SAFE))
+        fix = None
+        if bound is not None:
+            fix = self.make_fix(
+                f"Replace with `{choice}`",
+                [self.context.replace(backend, choice), *bound[1]],
+                applicability=Applicability.SAFE,
+            )
+        self.report(backend, message, fix=fix)
+
+    def _runtime_allowed(self) -> bool:
+        """May a fix make this code import amplint.runtime (RULES.md, runtime-dependency
+        policy), and does the torch it targets have what the helpers need?"""
+        project = self.context.project
+        return project.runtime_helpers and project.torch_has(RUNTIME_TORCH)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         body, orelse = string_literal(node.body), string_literal(node.orelse)
@@ -410,6 +551,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     # -- fixes -----------------------------------------------------------------------------
 
     def _runtime_fix(self, node: cst.CSTNode, replacement: str, applicability: Applicability) -> Fix | None:
+        """Replace ``node`` with a call of amplint.runtime: at most unsafe unless the project
+        declares amplint (the runtime-dependency policy), never for a torch the helpers lack."""
+        if not self.context.project.torch_has(RUNTIME_TORCH):
+            return None
+        if not self.context.project.runtime_helpers:
+            applicability = Applicability.UNSAFE
         imports = Importer(self.context).runtime()
         if imports is None:
             return None

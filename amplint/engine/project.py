@@ -1,0 +1,206 @@
+"""What a checked file's project declares that fixes must respect.
+
+- *The oldest torch the code must run on* (``target-torch``): from the configuration, else
+  the lowest version the project's declared torch requirement admits (``pyproject.toml``
+  ``[project]`` dependencies and optional dependencies, ``requirements*.txt``,
+  ``setup.cfg``, ``setup.py``), else unknown — rules then assume current torch.
+- *Whether fixes may import amplint.runtime* (RULES.md, runtime-dependency policy): only
+  when the project declares amplint as a dependency in one of those files, or sets
+  ``runtime-helpers = true``; a fix that adds the import makes amplint a run-time
+  dependency of the user's code.
+
+Requirements are read with ``packaging`` (the parser pip uses); a file that cannot be
+read or parsed declares nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import functools
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+TorchVersion = tuple[int, int]
+
+_REQUIREMENT_FILES = ("requirements*.txt", "requirements/*.txt")
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """The facts about a project that rules' fixes depend on."""
+
+    # The oldest torch the code must run on; None: not declared (current torch assumed).
+    target_torch: TorchVersion | None = None
+    # Fixes may make the code import amplint.runtime.
+    runtime_helpers: bool = False
+
+    def torch_has(self, introduced: TorchVersion) -> bool:
+        """Does every torch the code must run on have an API introduced in ``introduced``?"""
+        return self.target_torch is None or self.target_torch >= introduced
+
+
+def parse_torch_version(text: str) -> TorchVersion | None:
+    """``"2.4"``, ``"2.4.1"``, ``"2.4.0+cpu"`` → (2, 4); None when not a version."""
+    try:
+        release = Version(text.strip()).release
+    except InvalidVersion:
+        return None
+    return (release[0], release[1] if len(release) > 1 else 0)
+
+
+def lowest_admitted(requirement: Requirement) -> TorchVersion | None:
+    """The lowest (major, minor) a requirement's specifiers admit, when they bound it below."""
+    lowest: TorchVersion | None = None
+    for specifier in requirement.specifier:
+        if specifier.operator in (">=", "==", "~=", ">", "===") and "*" not in specifier.version:
+            found = parse_torch_version(specifier.version)
+            if found is not None and (lowest is None or found > lowest):
+                lowest = found  # several lower bounds: the strictest holds
+    return lowest
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The requirements a project's files declare."""
+
+    torch: tuple[Requirement, ...] = ()
+    amplint: bool = False
+
+
+def declared_requirements(root: Path) -> Declared:
+    """The torch requirements and whether amplint is required, in ``root``'s project files."""
+    return _declared(root.resolve())
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(root: Path) -> Declared:
+    torch: list[Requirement] = []
+    amplint = False
+    for requirement in _requirements(root):
+        name = requirement.name.lower().replace("_", "-")
+        if name == "torch":
+            torch.append(requirement)
+        elif name == "amplint":
+            amplint = True
+    return Declared(tuple(torch), amplint)
+
+
+def project_facts(root: Path, *, target_torch: str | None = None, runtime_helpers: bool | None = None) -> ProjectFacts:
+    """The facts for files whose project root is ``root``; explicit settings win."""
+    declared = declared_requirements(root)
+    target = parse_torch_version(target_torch) if target_torch else None
+    if target is None and declared.torch:
+        bounds = [lowest_admitted(requirement) for requirement in declared.torch]
+        known = [bound for bound in bounds if bound is not None]
+        # Several declarations (requirements.txt and pyproject): the oldest must work.
+        target = min(known) if known and len(known) == len(bounds) else None
+    helpers = declared.amplint if runtime_helpers is None else runtime_helpers
+    return ProjectFacts(target_torch=target, runtime_helpers=helpers)
+
+
+# -- reading the files -------------------------------------------------------------------------------
+
+
+def _requirements(root: Path) -> Iterator[Requirement]:
+    for text in _requirement_strings(root):
+        try:
+            yield Requirement(text)
+        except InvalidRequirement:
+            continue
+
+
+def _requirement_strings(root: Path) -> Iterator[str]:
+    yield from _pyproject(root / "pyproject.toml")
+    for pattern in _REQUIREMENT_FILES:
+        for path in sorted(root.glob(pattern)):
+            yield from _requirements_txt(path)
+    yield from _setup_cfg(root / "setup.cfg")
+    yield from _setup_py(root / "setup.py")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _pyproject(path: Path) -> Iterator[str]:
+    text = _read(path)
+    if text is None:
+        return
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return
+    yield from _strings(project.get("dependencies", ()))
+    optional = project.get("optional-dependencies", {})
+    if isinstance(optional, dict):
+        for group in optional.values():
+            yield from _strings(group)
+
+
+def _requirements_txt(path: Path) -> Iterator[str]:
+    text = _read(path)
+    if text is None:
+        return
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")):
+            yield line
+
+
+def _setup_cfg(path: Path) -> Iterator[str]:
+    text = _read(path)
+    if text is None:
+        return
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return
+    if parser.has_option("options", "install_requires"):
+        yield from (line.strip() for line in parser.get("options", "install_requires").splitlines() if line.strip())
+    if parser.has_section("options.extras_require"):
+        for _, value in parser.items("options.extras_require"):
+            yield from (line.strip() for line in value.splitlines() if line.strip())
+
+
+def _setup_py(path: Path) -> Iterator[str]:
+    """String literals in ``install_requires=[...]`` / ``extras_require={...}`` of a
+    ``setup(...)`` call (read, never run)."""
+    text = _read(path)
+    if text is None:
+        return
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
+            for constant in ast.walk(node.value):
+                if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and _looks_like_requirement(constant.value):
+                    yield constant.value
+
+
+_NAME_START = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _looks_like_requirement(text: str) -> bool:
+    return bool(_NAME_START.match(text.strip()))
+
+
+def _strings(values: object) -> Iterable[str]:
+    return [value for value in values if isinstance(value, str)] if isinstance(values, list) else []

@@ -1,0 +1,126 @@
+"""What a project declares: the torch it targets and whether it depends on amplint.
+
+Fixes respect both: a fix that would import amplint.runtime is at most unsafe unless the
+project declares amplint (the runtime-dependency policy), and no fix emits an API the
+target torch lacks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from amplint.api import ProjectFacts, check_source, fix_source_text
+from amplint.diagnostics import Applicability
+from amplint.engine.project import lowest_admitted, parse_torch_version, project_facts
+
+
+@pytest.mark.parametrize(
+    ("requirement", "lowest"),
+    [
+        ("torch>=2.1", (2, 1)),
+        ("torch>=1.10,<3", (1, 10)),
+        ("torch==2.3.1", (2, 3)),
+        ("torch~=2.4.0", (2, 4)),
+        ("torch>=1.13,>=2.0", (2, 0)),  # both must hold: the stricter bound
+        ("torch<2.5", None),
+        ("torch", None),
+        ("torch==2.*", None),
+    ],
+)
+def test_lowest_admitted_version(requirement: str, lowest: tuple[int, int] | None) -> None:
+    assert lowest_admitted(Requirement(requirement)) == lowest
+
+
+def test_parse_torch_version() -> None:
+    assert parse_torch_version("2.4.0+cpu") == (2, 4)
+    assert parse_torch_version("2") == (2, 0)
+    assert parse_torch_version("nonsense") is None
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_target_from_pyproject_dependencies(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.1", "numpy"]\n'})
+    assert project_facts(root) == ProjectFacts(target_torch=(2, 1), runtime_helpers=False)
+
+
+def test_the_oldest_of_several_declarations_wins(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["torch>=2.3"]\n',
+            "requirements-dev.txt": "# pinned for CI\ntorch>=1.13  # old clusters\n-r other.txt\n",
+        },
+    )
+    assert project_facts(root).target_torch == (1, 13)
+
+
+def test_an_unbounded_declaration_leaves_the_target_unknown(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"requirements.txt": "torch\n", "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n"})
+    assert project_facts(root).target_torch is None
+
+
+def test_setup_py_is_read_not_run(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {"setup.py": "import sys\nsys.exit('never run')\nsetup(install_requires=['torch>=1.12', 'amplint[runtime]'])\n"},
+    )
+    assert project_facts(root) == ProjectFacts(target_torch=(1, 12), runtime_helpers=True)
+
+
+def test_explicit_settings_win(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"requirements.txt": "torch>=1.12\namplint\n"})
+    assert project_facts(root, target_torch="2.4", runtime_helpers=False) == ProjectFacts((2, 4), False)
+
+
+def test_unreadable_or_broken_files_declare_nothing(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pyproject.toml": "[project\n", "setup.py": "def (\n", "setup.cfg": "not ini ["})
+    assert project_facts(root) == ProjectFacts()
+
+
+# -- the runtime-dependency policy ---------------------------------------------------------------
+
+NCCL = (
+    "import torch\nimport torch.distributed as dist\n\n"
+    "def setup(device):\n    x = torch.zeros(1, device='cpu')\n    dist.init_process_group('nccl')\n"
+)
+
+
+def test_nccl_fix_is_dependency_free_by_default() -> None:
+    report = fix_source_text(NCCL, select=["AMP201"])
+    assert "dist.init_process_group('nccl' if torch.cuda.is_available() else 'gloo')" in report.new_text
+    assert "amplint" not in report.new_text
+
+
+def test_nccl_fix_uses_the_runtime_when_the_project_depends_on_amplint() -> None:
+    project = ProjectFacts(runtime_helpers=True)
+    (diagnostic,) = check_source(NCCL, select=["AMP201"], project=project)
+    assert diagnostic.fix is not None and diagnostic.fix.applicability is Applicability.SAFE
+    fixed = fix_source_text(NCCL, select=["AMP201"], project=project).new_text
+    assert "dist.init_process_group(amplint.runtime.dist_backend(device))" in fixed
+    assert "import amplint.runtime" in fixed
+
+
+def test_no_runtime_form_for_a_torch_the_helpers_do_not_support() -> None:
+    project = ProjectFacts(target_torch=(2, 1), runtime_helpers=True)
+    fixed = fix_source_text(NCCL, select=["AMP201"], project=project).new_text
+    assert "'gloo'" in fixed and "amplint" not in fixed
+
+
+AUTOCAST_WITH_DEVICE = "import torch\n\ndef f(model, x, device):\n    with torch.autocast('cuda'):\n        return model(x)\n"
+
+
+def test_runtime_fixes_stay_unsafe_without_the_dependency_and_vanish_for_old_torch() -> None:
+    (diagnostic,) = check_source(AUTOCAST_WITH_DEVICE, select=["AMP201"])
+    assert diagnostic.fix is not None and diagnostic.fix.applicability is Applicability.UNSAFE
+    (old,) = check_source(AUTOCAST_WITH_DEVICE, select=["AMP201"], project=ProjectFacts(target_torch=(2, 2)))
+    assert old.fix is None
