@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import PurePath
 
 import libcst as cst
 
+from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import dotted_name, receiver_root
 from amplint.analysis.torch_api import HALF_TENSOR_TYPES, LOW_PRECISION
 from amplint.diagnostics import Applicability, Fix
@@ -23,14 +26,34 @@ MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficien
 # with; its inputs must be cast to that dtype, and only the adapters train.
 QUANTIZED_BASE = re.compile(r"\b(load_in_8bit|load_in_4bit|BitsAndBytesConfig|prepare_model_for_kbit_training)\b")
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Words that name a model in a variable (`model`, `self.net`, `ddp_model`, `resnet`, `unet`).
+MODEL_WORDS = frozenset(
+    {"model", "net", "network", "unet", "transformer", "backbone", "generator", "discriminator", "classifier", "llm"}
+)
+TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
+TEST_DIRECTORIES = frozenset({"tests", "test"})
+FLOAT16_CASTS = frozenset({"half"})
 
 
 class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summary="Manual cast to a low-precision dtype", fix=Applicability.UNSAFE):
     """## What it does
-    Flags manual casts to a low-precision dtype — `.half()`, `.bfloat16()`,
-    `.to(torch.float16 | torch.half | torch.bfloat16)` (positional, after a device, or
-    `dtype=`), `.type(torch.HalfTensor | torch.cuda.HalfTensor | torch.float16)` — in a
-    file that trains (calls a tensor `.backward()` or steps an optimizer).
+    Flags manual casts of a model or its inputs to a low-precision dtype — `.half()`,
+    `.bfloat16()`, `.to(torch.float16 | torch.half | torch.bfloat16)` (positional, after a
+    device, or `dtype=`), `.type(torch.HalfTensor | torch.cuda.HalfTensor | torch.float16)`
+    — in a file that trains (calls a tensor `.backward()` or steps an optimizer).
+
+    *A model* is a receiver named like one (`model`, `self.net`, `ddp_model`, `resnet`,
+    `unet`), a name bound to a module construction (`torch.nn.*`, a class of the file
+    that subclasses `nn.Module`, `from_pretrained(...)`), or a model built and cast in one
+    assignment (`model = Net().cuda().half()`). *Its inputs* are values passed to a model
+    call, directly (`model(x.half())`) or through the name the cast is bound to
+    (`x = x.half()` and later `model(x)` in the same function). A cast of anything else
+    (optimizer arithmetic on gradients, a buffer, a reference tensor) is not flagged.
+
+    bfloat16 casts are flagged only in files that also open autocast blocks: pure
+    bfloat16 training without autocast (bfloat16 storage chosen layer by layer, as in the
+    NanoGPT speedrun) is a design with float32's exponent range, while mixing manual
+    bfloat16 casts with autocast is the mistake. float16 casts are flagged everywhere.
 
     Not flagged: dtypes that are not a low-precision literal (or a name bound once in
     scope to one); frozen modules (`X.requires_grad_(False)` or
@@ -39,20 +62,21 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     `torch.no_grad()` / `torch.inference_mode()` or in functions decorated with them or
     named for evaluation (`eval*`, `valid*`, `test*`, `infer*`, `predict*`, `sample*`,
     `export*`, `save*`, also after an underscore: `log_validation`); casts of state dicts, checkpoints, EMA or deep copies, and
-    values passed to `torch.save`; autocast-disabled regions; and, a decision of
-    amplint's, casts inside the methods of an `nn.Module` subclass, which are the
-    model's own deliberate dtype handling rather than a cast of the model or its
-    inputs. Also amplint's decisions, from real training code: casts under a condition
-    (or in a function) that mentions precision (`if args.fp16:`, `if dtype == torch.half`,
-    `def cast_inputs_half`) are a deliberate precision mode; casts of inference
-    pipelines (`pipeline.unet.half()`), of arguments passed to evaluation entry points
-    (`validate.run(model=m.half())`) and in test classes are not training casts; files
-    using a master-weight scheme (DeepSpeed, fairseq's `FP16Optimizer`, a `master_params`
-    list as in guided-diffusion) are skipped, and so are files that load a quantized base
-    model (`BitsAndBytesConfig`, `load_in_8bit`/`load_in_4bit`,
-    `prepare_model_for_kbit_training`: QLoRA-style training, where inputs must be cast to
-    the base model's compute dtype and only adapters train), and functions named for a
-    precision (`convert_module_to_f16`).
+    values passed to `torch.save`; autocast-disabled regions; test modules (`test_*.py`,
+    `*_test.py`, files under a `tests/` or `test/` directory) and `unittest.TestCase`
+    classes, which cast on purpose; and, a decision of amplint's, casts inside the
+    methods of an `nn.Module` subclass, which are the model's own deliberate dtype
+    handling rather than a cast of the model or its inputs. Also amplint's decisions,
+    from real training code: casts under a condition (or in a function) that mentions
+    precision (`if args.fp16:`, `if dtype == torch.half`, `def cast_inputs_half`) are a
+    deliberate precision mode; casts of inference pipelines (`pipeline.unet.half()`), of
+    arguments passed to evaluation entry points (`validate.run(model=m.half())`) are not
+    training casts; files using a master-weight scheme (DeepSpeed, fairseq's
+    `FP16Optimizer`, a `master_params` list as in guided-diffusion) are skipped, and so
+    are files that load a quantized base model (`BitsAndBytesConfig`,
+    `load_in_8bit`/`load_in_4bit`, `prepare_model_for_kbit_training`: QLoRA-style
+    training, where inputs must be cast to the base model's compute dtype and only
+    adapters train), and functions named for a precision (`convert_module_to_f16`).
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -87,10 +111,14 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     ```
 
     ## Fix safety
-    Unsafe: the fix drops the cast (`model.half()` alone on a line is removed,
-    `x.to(device, torch.half)` becomes `x.to(device)`), which changes the dtype the
-    code runs in, and it does not add the autocast block that should replace the cast.
-    Review the result and wrap the forward pass and loss in `torch.autocast`.
+    Unsafe: the fix drops the cast and nothing else — `x.to(device, torch.half)` becomes
+    `x.to(device)`, `unet.to("cuda").half()` becomes `unet.to("cuda")`, and a statement
+    that would do nothing (`model.half()`, `x = x.half()`) is removed rather than left as
+    `x = x` — which changes the dtype the code runs in, and it does not add the autocast
+    block that should replace the cast. All the casts of a file are fixed together or
+    not at all: removing the model's cast but not its inputs' (or the reverse) would feed
+    float32 inputs to a float16 model. Review the result and wrap the forward pass and
+    loss in `torch.autocast`.
     """
 
     # `.half()`, `torch.half`, `.bfloat16()`, `torch.bfloat16`, `torch.float16`, tensor types.
@@ -121,6 +149,26 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         # guided-diffusion's fp16_util: a conversion helper beside fp32 master params.
         "def convert_module_to_f16(l):\n    l.weight.data = l.weight.data.half()\n\nloss.backward()\n",
         "master_params = [p.detach().float() for p in params]\nmodel.half()\nloss.backward()\n",
+        # Not a model or its inputs: optimizer arithmetic on gradients (Muon's Newton-Schulz).
+        (
+            "import torch\n\ndef zeropower(G, steps=5):\n    X = G.bfloat16()\n    X /= X.norm()\n    return X\n\n"
+            "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\nloss.backward()\n"
+        ),
+        # Pure bfloat16 storage without autocast: a design, not a mistake (NanoGPT speedrun).
+        (
+            "import torch\nmodel = GPT().cuda().bfloat16()\nfor m in model.modules():\n"
+            "    m.weight.data = m.weight.data.bfloat16()\nloss = model(x)\nloss.backward()\n"
+        ),
+        # A custom op's fake kernel.
+        (
+            "import torch\n\n@torch.library.register_fake('mylib::mm')\ndef _(x, w):\n    return x.half() @ w.half()\n\n"
+            "loss.backward()\n"
+        ),
+        # Test modules cast reference tensors on purpose.
+        (
+            "import torch\n\nclass TestAmp(unittest.TestCase):\n    def test_half(self):\n"
+            "        model = Net().half()\n        model(x).sum().backward()\n"
+        ),
         # peft's examples/int8_training: an 8-bit base model takes float16 inputs.
         (
             "import torch\nfrom transformers import BitsAndBytesConfig\n"
@@ -134,20 +182,86 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             fixed="import torch\nmodel = Net().cuda()\nloss = model(x).sum()\nloss.backward()\n",
             unsafe=True,
             count=2,
+            line=2,
+            column=9,
+            message="cast of the model to low precision",
         ),
         Invalid(
-            "import torch\nmodel.half()\nx = x.to(device, torch.float16)\ny = y.to(dtype=torch.bfloat16, non_blocking=True)\nloss.backward()\n",
-            fixed="import torch\nx = x.to(device)\ny = y.to(non_blocking=True)\nloss.backward()\n",
+            (
+                "import torch\nmodel.half()\nfor x, y in loader:\n    x = x.to(device, torch.float16)\n"
+                "    loss = model(x, y=y.to(dtype=torch.float16, non_blocking=True)).sum()\n    loss.backward()\n"
+            ),
+            fixed=(
+                "import torch\nfor x, y in loader:\n    x = x.to(device)\n"
+                "    loss = model(x, y=y.to(non_blocking=True)).sum()\n    loss.backward()\n"
+            ),
             unsafe=True,
             count=3,
+            line=2,
+            column=1,
+            message="run the forward pass and the loss under `torch.autocast(...)`",
         ),
+        # No `x = x` left behind; `.type(...)` and a dtype bound to a name.
         Invalid(
-            "import torch\ndt = torch.float16\nx = x.to(dt)\nx = x.type(torch.cuda.HalfTensor)\noptimizer.step()\n",
-            fixed="import torch\ndt = torch.float16\nx = x\nx = x\noptimizer.step()\n",
+            (
+                "import torch\ndt = torch.float16\nx = x.to(dt)\ninputs = inputs.type(torch.cuda.HalfTensor)\n"
+                "out = net(x, inputs)\noptimizer.step()\n"
+            ),
+            fixed="import torch\ndt = torch.float16\nout = net(x, inputs)\noptimizer.step()\n",
             unsafe=True,
             count=2,
+            line=3,
+            column=5,
+            message="cast of the model's inputs",
+        ),
+        # Only the cast goes: the statement still moves the model (issue 13).
+        Invalid(
+            "import torch\nunet.to('cuda').to(torch.float16)\nloss.backward()\n",
+            fixed="import torch\nunet.to('cuda')\nloss.backward()\n",
+            unsafe=True,
+            line=2,
+            column=1,
+            message="cast of the model",
+        ),
+        # A method chain keeps its layout.
+        Invalid(
+            "import torch\nmodel = (Net()\n         .half()\n         .cuda())\nloss.backward()\n",
+            fixed="import torch\nmodel = (Net()\n         .cuda())\nloss.backward()\n",
+            unsafe=True,
+            line=2,
+            column=10,
+            message="cast of the model",
+        ),
+        # A model and its inputs together, or not at all: the input cast has no fix here.
+        Invalid(
+            "import torch\nnet.half()\nfor x in loader:\n    x = x.half(); out = net(x)\n    out.sum().backward()\n",
+            fixed=None,
+            unsafe=True,
+            count=2,
+            line=2,
+            column=1,
+            message="cast of the model",
+        ),
+        # bfloat16 beside autocast.
+        Invalid(
+            (
+                "import torch\nmodel = model.to(torch.bfloat16)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                "    loss = model(x)\nloss.backward()\n"
+            ),
+            fixed=(
+                "import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                "    loss = model(x)\nloss.backward()\n"
+            ),
+            unsafe=True,
+            line=2,
+            column=9,
+            message="cast of the model",
         ),
     )
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__(context)
+        self._casts: list[tuple[cst.Call, str]] = []  # each cast and what it casts: "model" | "input"
 
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Attribute):
@@ -156,17 +270,46 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if method in ("half", "bfloat16"):
             if node.args:
                 return
+            dtypes = frozenset({"float16" if method == "half" else "bfloat16"})
         elif method == "to":
-            if self._low_precision_argument(node) is None:
+            dtype_arg = self._low_precision_argument(node)
+            if dtype_arg is None:
                 return
+            dtypes = self.context.analysis.values.dtype_values(dtype_arg.value) or LOW_PRECISION
         elif method == "type":
-            if len(node.args) != 1 or not self._is_half_type(node.args[0].value):
+            if len(node.args) != 1:
                 return
+            found = self._half_type(node.args[0].value)
+            if found is None:
+                return
+            dtypes = found
         else:
             return
+        if "float16" not in dtypes and not self.context.analysis.autocast.blocks:
+            return  # pure-bfloat16 training without autocast: a design with float32's range
         if not self._applies(node):
             return
-        self.report(node, f"Manual `.{method}(...)` cast to low precision; use autocast instead", fix=self._fix(node))
+        target = self._model_or_input(node)
+        if target is not None:
+            self._casts.append((node, target))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        fixes = [self._fix(node) for node, _ in self._casts]
+        # A model and its inputs are fixed together or not at all: once one cast stays
+        # (no fix for it, or silenced), removing the others would mix dtypes in the forward.
+        together = all(fix is not None for fix in fixes) and not any(
+            self.context.is_suppressed(self.code, node) for node, _ in self._casts
+        )
+        for (node, target), fix in zip(self._casts, fixes, strict=True):
+            method = node.func.attr.value  # type: ignore[attr-defined]
+            what = "the model" if target == "model" else "the model's inputs"
+            message = (
+                f"Manual `.{method}(...)` cast of {what} to low precision; remove it and run the forward pass "
+                "and the loss under `torch.autocast(...)` instead"
+            )
+            if fix is not None and together:
+                fix = Fix(fix.message, fix.edits, fix.applicability, isolation=f"{self.code}:casts")
+            self.report(node, message, fix=fix if together else None)
 
     # -- what counts --------------------------------------------------------------------------
 
@@ -179,16 +322,17 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
                 return arg
         return None
 
-    def _is_half_type(self, expr: cst.BaseExpression) -> bool:
-        qualified = self.qualified_name(expr)
+    def _half_type(self, expr: cst.BaseExpression) -> frozenset[str] | None:
+        """The dtypes of a low-precision tensor type or dtype (``torch.HalfTensor``), or None."""
+        qualified = self.qualified_name(expr) or ""
         if qualified in HALF_TENSOR_TYPES:
-            return True
+            return frozenset({"bfloat16" if "BFloat16" in qualified else "float16"})
         values = self.context.analysis.values.dtype_values(expr)
-        return bool(values) and values <= LOW_PRECISION  # type: ignore[operator]
+        return values if values and values <= LOW_PRECISION else None
 
     def _applies(self, node: cst.Call) -> bool:
         analysis = self.context.analysis
-        if not analysis.training.trains or analysis.training.in_inference(node):
+        if self._in_test_module or not analysis.training.trains or analysis.training.in_inference(node):
             return False
         if self._precision_managed_elsewhere or self._deliberate(node):
             return False
@@ -203,6 +347,86 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if spelled is not None and spelled in self.context.analysis.training.frozen_modules:
             return False
         return not self._passed_to_frozen(node)
+
+    @functools.cached_property
+    def _in_test_module(self) -> bool:
+        """Test modules cast reference tensors and models on purpose (RULES.md rev 4)."""
+        path = PurePath(self.context.path.replace("\\", "/"))
+        return bool(TEST_FILE.match(path.name)) or bool(TEST_DIRECTORIES & set(path.parts[:-1]))
+
+    # -- a model or its inputs ----------------------------------------------------------------
+
+    def _model_or_input(self, node: cst.Call) -> str | None:
+        """What the cast applies to: "model" (a model-like receiver, or a model built and
+        cast in one expression), "input" (a value passed to a model), or None."""
+        receiver = node.func.value  # type: ignore[attr-defined]
+        tree = self.context.analysis.tree
+        if self._is_model(receiver):
+            return "model"
+        top: cst.CSTNode = node  # the end of a method chain the cast is part of
+        while isinstance(tree.parent(top), cst.Attribute) and isinstance(tree.parent(tree.parent(top)), cst.Call):  # type: ignore[arg-type]
+            top = tree.parent(tree.parent(top))  # type: ignore[arg-type,assignment]
+        parent = tree.parent(top)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.value is top:
+            target = parent.targets[0].target
+            if self._is_model(target):
+                return "model"
+            if isinstance(target, cst.Name) and self._passed_to_model_later(target, node):
+                return "input"
+        if isinstance(parent, cst.Arg):
+            call = tree.parent(parent)
+            if isinstance(call, cst.Call) and call.func is not node and self._is_model_call(call):
+                return "input"
+        return None
+
+    def _is_model(self, expr: cst.BaseExpression) -> bool:
+        spelled = dotted_name(expr)
+        if spelled is not None:
+            last = spelled.split(".")[-1].lower()
+            if set(last.split("_")) & MODEL_WORDS or last.endswith(("model", "net")):
+                return True
+            if isinstance(expr, cst.Name):
+                return any(self._builds_model(value) for value in self.context.analysis.bindings.assigned_values(expr))
+            return False
+        if isinstance(expr, (cst.Call, cst.Subscript)):
+            root = receiver_root(expr)  # `unet.to("cuda")`: the model moved; `Net().cuda()`: built
+            return self._builds_model(root) or (dotted_name(root) is not None and self._is_model(root))
+        return False
+
+    def _builds_model(self, expr: cst.BaseExpression) -> bool:
+        """A module construction: ``torch.nn.Linear(...)``, a class of this file that subclasses
+        ``nn.Module``, or ``X.from_pretrained(...)``."""
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.qualified_name(expr.func) or ""
+        if qualified.startswith("torch.nn.") and qualified.split(".")[-1][:1].isupper():
+            return True
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "from_pretrained":
+            return True
+        if isinstance(expr.func, cst.Name):
+            cls = self.context.analysis.classes.class_named(expr.func.value)
+            return cls is not None and any(self.qualified_name(base.value) in MODULE_BASES for base in cls.bases)
+        return False
+
+    def _is_model_call(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        return self._is_model(func)
+
+    def _passed_to_model_later(self, name: cst.Name, cast: cst.Call) -> bool:
+        """Is the value the cast is bound to passed to a model afterwards in the same scope?"""
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(cast)
+        after = self.context.span(cast)[1]
+        for call in tree.index.calls:
+            if tree.scope_of(call) is not scope or self.context.span(call)[0] < after:
+                continue
+            if self._is_model_call(call) and any(
+                isinstance(arg.value, cst.Name) and arg.value.value == name.value for arg in call.args
+            ):
+                return True
+        return False
 
     def _is_round_trip(self, node: cst.Call) -> bool:
         parent_of = self.context.analysis.tree.parents
@@ -299,23 +523,34 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     # -- fix ----------------------------------------------------------------------------------
 
     def _fix(self, node: cst.Call) -> Fix | None:
+        """Drop the cast and only the cast: ``x.to(device, torch.half)`` → ``x.to(device)``;
+        ``unet.to("cuda").half()`` → ``unet.to("cuda")``; a statement left doing nothing
+        (``model.half()``, ``x = x.half()``) is removed rather than left as a no-op."""
         receiver = node.func.value  # type: ignore[attr-defined]
         method = node.func.attr.value  # type: ignore[attr-defined]
-        replacement: cst.BaseExpression = receiver
+        tree = self.context.analysis.tree
         if method == "to":
             dtype_arg = self._low_precision_argument(node)
             kept = [arg for arg in node.args if arg is not dtype_arg]
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                replacement = node.with_changes(args=kept)
-        tree = self.context.analysis.tree
+                return self.make_fix("Remove the cast", [self.context.replace(node, node.with_changes(args=kept))])
         parent = tree.parent(node)
-        if isinstance(parent, cst.Expr) and replacement is receiver:
-            # `model.half()` alone on a line: an in-place cast of a module; remove the line.
-            line = tree.parent(parent)
+        line = tree.parent(parent) if parent is not None else None
+        idle = (isinstance(parent, cst.Expr) and dotted_name(receiver) is not None) or (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and dotted_name(parent.targets[0].target) is not None
+            and dotted_name(parent.targets[0].target) == dotted_name(receiver)
+        )
+        if idle:
             located = tree.statement_list(line) if isinstance(line, cst.SimpleStatementLine) else None
-            if located is None or len(line.body) != 1:  # type: ignore[union-attr]
+            if located is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 return None
-            edit = remove_statement(self.context, line, located[0])  # type: ignore[arg-type]
-            return self.make_fix("Remove the cast", [edit])
-        return self.make_fix("Remove the cast", [self.context.replace(node, replacement)])
+            return self.make_fix("Remove the cast", [remove_statement(self.context, line, located[0])])
+        if getattr(receiver, "lpar", ()):
+            return self.make_fix("Remove the cast", [self.context.replace(node, receiver)])
+        # Keep every other byte: cut from the end of the receiver to the end of the call.
+        return self.make_fix(
+            "Remove the cast", [self.context.edit(self.context.span(receiver)[1], self.context.span(node)[1], "")]
+        )
