@@ -2,7 +2,8 @@
 
 Code in an ``except`` clause whose ``try`` body uses the modern replacement, or in an
 ``if``/``else`` branch (or conditional-expression branch) whose sibling uses it, exists
-to run on versions where the replacement is missing.
+to run on versions where the replacement is missing. Branches chosen by a device test
+are not: they are alternatives for different hardware, in the same torch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from amplint.analysis.names import NameResolver
+from amplint.analysis.torch_api import AVAILABILITY_TESTS, DEVICE_TYPES
 from amplint.analysis.tree import Tree
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -29,6 +31,17 @@ class _NameCollector(ReadOnlyVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.nodes.append(node)
+
+
+def _calls(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node.func)
+
+    test.visit(_Visitor())
+    return found
 
 
 @dataclass(eq=False)
@@ -60,12 +73,30 @@ class Compat:
                     return True
         return False
 
+    def _tests_device(self, test: cst.BaseExpression) -> bool:
+        """Branches chosen by device (``x.device.type == "mps"``, ``torch.cuda.is_available()``)
+        are alternatives for different hardware, not for different torch versions."""
+
+        class _Visitor(ReadOnlyVisitor):
+            found = False
+
+            def visit_SimpleString(self, node: cst.SimpleString) -> None:
+                value = node.evaluated_value
+                if isinstance(value, str) and value.split(":")[0] in DEVICE_TYPES:
+                    self.found = True
+
+        visitor = _Visitor()
+        test.visit(visitor)
+        if visitor.found:
+            return True
+        return any(self.names.resolve(node) in AVAILABILITY_TESTS for node in _calls(test))
+
     def in_fallback(self, node: cst.CSTNode, is_replacement: Callable[[str], bool]) -> bool:
         """Is ``node`` in the old-torch branch of code whose other branch uses the replacement?"""
         for child, ancestor in self.tree.ancestry(node):
             if isinstance(ancestor, cst.Try) and child in ancestor.handlers and self.uses(ancestor.body, is_replacement):
                 return True
-            if isinstance(ancestor, (cst.If, cst.IfExp)):
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and not self._tests_device(ancestor.test):
                 sibling: cst.CSTNode | None = None
                 if child is ancestor.body:
                     sibling = ancestor.orelse

@@ -133,6 +133,12 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             "if hasattr(torch.amp, 'GradScaler'):\n    scaler = torch.amp.GradScaler('cuda')\n"
             "else:\n    scaler = torch.cuda.amp.GradScaler()\n"
         ),
+        # The top-level alias torch.GradScaler is the replacement too (RULES.md rev 4).
+        (
+            "import torch\n"
+            "if hasattr(torch, 'GradScaler'):\n    scaler = torch.GradScaler('cuda')\n"
+            "else:\n    scaler = torch.cuda.amp.GradScaler()\n"
+        ),
         "import torch\n\ndef f(torch):\n    return torch.cuda.amp.autocast()\n",
         "import torch\n\ndef f(autocast):\n    with autocast():\n        pass\n",
         "import torch\ns = 'torch.cuda.amp.autocast()'  # torch.cuda.amp.GradScaler()\n",

@@ -76,6 +76,20 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
         "import torch\n# torch.get_autocast_gpu_dtype() in a comment\ns = 'torch.get_autocast_gpu_dtype()'\n",
     )
     INVALID = (
+        # OLMo's model.py: branches chosen by device are not compatibility fallbacks.
+        Invalid(
+            (
+                "import torch\nif t.device.type == 'cuda':\n    dt = torch.get_autocast_gpu_dtype()\n"
+                "elif t.device.type == 'mps':\n    dt = torch.get_autocast_dtype('mps')\n"
+            ),
+            fixed=(
+                "import torch\nif t.device.type == 'cuda':\n    dt = torch.get_autocast_dtype(\"cuda\")\n"
+                "elif t.device.type == 'mps':\n    dt = torch.get_autocast_dtype('mps')\n"
+            ),
+            line=3,
+            column=10,
+            message="use `torch.get_autocast_dtype(\"cuda\")`",
+        ),
         Invalid(
             "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
             fixed='import torch\ndtype = torch.get_autocast_dtype("cuda")\n',

@@ -57,8 +57,9 @@ class _Calls(ReadOnlyVisitor):
 
 class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autocast", summary="Loss computed outside the autocast block", fix=Applicability.SAFE):
     """## What it does
-    Flags a loss computation that takes a value computed inside an autocast block but
-    runs after the block, in a function that then calls a tensor `.backward()`. A loss
+    Flags a loss computation that takes a value computed inside an autocast block (or a
+    value derived from one after the block, `logits = out.logits`) but runs after the
+    block, in a function that then calls a tensor `.backward()`. A loss
     computation is a call of a `torch.nn.functional` loss (`cross_entropy`, `mse_loss`,
     `binary_cross_entropy_with_logits`, ...), of an `nn.*Loss` instance (or a name
     bound to one), or of a function or attribute whose own name is `criterion` or
@@ -167,6 +168,18 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 "        self.scaler.scale(loss).backward()\n"
             ),
         ),
+        # The loss takes a value derived after the block from one computed inside it.
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
+                "    logits = out.logits\n    loss = F.cross_entropy(logits, y)\n    loss.backward()\n"
+            ),
+            fixed=None,
+            line=8,
+            column=12,
+            message="Loss computed outside the autocast block",
+        ),
         Invalid(
             (
                 "import torch\n\ncriterion = torch.nn.CrossEntropyLoss()\nfor x, y in data:\n"
@@ -202,6 +215,11 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 break  # past a loop or branch the data flow is no longer straight-line
             loss = self._loss_call(statement, bound.names)
             if loss is None:
+                # Values derived from the block's outputs carry them on: `logits = out.logits`.
+                read = _Calls()
+                statement.visit(read)
+                if read.names & bound.names:
+                    statement.visit(bound)
                 continue
             if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):
                 break
