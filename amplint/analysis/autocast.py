@@ -24,7 +24,8 @@ Analysis API (``context.analysis.autocast``, an :class:`AutocastAnalysis`):
 
 An autocast (RULES.md "An autocast block") is a call of any spelling of
 ``torch.autocast`` / ``torch.amp.autocast`` / the deprecated
-``torch.{cuda,cpu}.amp.autocast``; any ``<obj>.autocast(...)`` method (Accelerate,
+``torch.{cuda,cpu}.amp.autocast``, or of ``amplint.runtime.autocast`` (which fixes
+rewrite code to use: without a dtype it may run in bfloat16 or float16); any ``<obj>.autocast(...)`` method (Accelerate,
 Fabric: device and dtype unknown); a name bound in the same function or module to one of
 these, or to ``functools.partial`` of one (then called); a conditional expression with
 one of these as a branch (``nullcontext() if device_type == "cpu" else
@@ -60,6 +61,9 @@ from amplint.analysis.torch_api import (
     AUTOCASTS,
     DEFAULT_DTYPE,
     DEPRECATED_AUTOCAST_ORDER,
+    RUNTIME_AUTOCAST_ORDER,
+    RUNTIME_AUTOCASTS,
+    RUNTIME_DTYPES,
     symbol,
 )
 from amplint.analysis.tree import ScopeNode, Tree
@@ -87,6 +91,7 @@ class AutocastUse:
     conditional: cst.IfExp | None = None  # `a if test else b` selecting it
     deprecated: bool = False  # torch.{cuda,cpu}.amp.autocast
     method: bool = False  # <obj>.autocast(...): not torch's own
+    runtime: bool = False  # amplint.runtime.autocast: the device's dtype unless one is given
     # When one of several autocasts is selected (both branches of a conditional, or
     # several bindings of a name): each of them; the fields above are their union.
     alternatives: tuple[AutocastUse, ...] = ()
@@ -185,7 +190,7 @@ class AutocastAnalysis:
         if depth > _MAX_DEPTH:
             return None
         qualified = self.names.resolve(func)
-        if qualified in AUTOCASTS:
+        if qualified in AUTOCASTS or qualified in RUNTIME_AUTOCASTS:
             return _Factory(self, qualified or "", ())
         if qualified in NO_OP_CONTEXTS:
             return _NO_OP
@@ -259,8 +264,31 @@ class AutocastAnalysis:
             return _NO_OP
         return factories[0] if len(factories) == 1 and len(found) == 1 else _Choice(self, factories, None)
 
+    def runtime_autocast(self, call: cst.Call, reported: cst.Call) -> AutocastUse:
+        """``amplint.runtime.autocast(device, dtype, enabled, cache_enabled)``: without a
+        dtype it runs in the device's (bfloat16 where native, float16 otherwise)."""
+        arguments = call_arguments(call, RUNTIME_AUTOCAST_ORDER)
+        if arguments is None:
+            return AutocastUse(call=reported, device_types=None, dtypes=RUNTIME_DTYPES, disabled=False, runtime=True)
+        device_expr, dtype_expr, enabled_expr = (arguments.get(key) for key in ("device", "dtype", "enabled"))
+        found = self.values.string_values(device_expr) if device_expr is not None else None
+        devices = frozenset(value.split(":")[0] for value in found) if found is not None else None
+        dtypes = self.values.dtype_values(dtype_expr) if dtype_expr is not None else RUNTIME_DTYPES
+        return AutocastUse(
+            call=reported,
+            device_types=devices,
+            dtypes=dtypes,
+            disabled=enabled_expr is not None and bool_value(enabled_expr) is False,
+            device_expr=device_expr,
+            dtype_expr=dtype_expr,
+            enabled_expr=enabled_expr,
+            runtime=True,
+        )
+
     def torch_autocast(self, call: cst.Call, qualified: str, reported: cst.Call) -> AutocastUse:
         """The use of torch's autocast ``qualified`` called with ``call``'s arguments."""
+        if qualified in RUNTIME_AUTOCASTS:
+            return self.runtime_autocast(call, reported)
         found = symbol(qualified)
         implied = found.implied_device if found is not None else None
         arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if implied else AUTOCAST_ORDER)

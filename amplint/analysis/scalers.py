@@ -18,7 +18,7 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
-from amplint.analysis.torch_api import GRAD_SCALERS
+from amplint.analysis.torch_api import GRAD_SCALERS, RUNTIME_SCALERS
 from amplint.analysis.training import TrainingAnalysis, is_scaler_name
 from amplint.analysis.tree import Tree
 
@@ -54,7 +54,11 @@ class ScalerAnalysis:
     training: TrainingAnalysis
 
     def is_construction(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and self.names.resolve(node.func) in GRAD_SCALERS
+        """A GradScaler built: any spelling of torch's, or amplint.runtime's helpers."""
+        if not isinstance(node, cst.Call):
+            return False
+        qualified = self.names.resolve(node.func)
+        return qualified in GRAD_SCALERS or qualified in RUNTIME_SCALERS
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:

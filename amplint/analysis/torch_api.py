@@ -97,6 +97,22 @@ MODERN_GRAD_SCALERS = spellings(GRAD_SCALER, deprecated=False)
 MODERN_CUSTOM_AUTOGRAD = spellings(CUSTOM_FWD, deprecated=False) | spellings(CUSTOM_BWD, deprecated=False)
 
 
+# amplint.runtime's helpers, which fixes rewrite code to use: an autocast that picks the
+# device's dtype when none is given (bfloat16 where native, float16 otherwise), and scalers
+# that are enabled only for float16 (MixedPrecision wraps one).
+RUNTIME_AUTOCASTS = frozenset({"amplint.runtime.autocast", "amplint.runtime._amp.autocast"})
+RUNTIME_AUTOCAST_ORDER = ("device", "dtype", "enabled", "cache_enabled")
+RUNTIME_DTYPES = frozenset({"bfloat16", "float16"})
+RUNTIME_SCALERS = frozenset(
+    {
+        "amplint.runtime.grad_scaler",
+        "amplint.runtime._amp.grad_scaler",
+        "amplint.runtime.MixedPrecision",
+        "amplint.runtime._precision.MixedPrecision",
+    }
+)
+
+
 def is_modern_amp(name: str) -> bool:
     """Does ``name`` spell the current API (``torch.amp.*`` or a top-level alias)? Code that
     uses it beside a deprecated spelling is a compatibility fallback."""

@@ -73,6 +73,13 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     )
     INVALID = (
         Invalid(
+            "import amplint.runtime\nwith amplint.runtime.autocast(device):\n    loss = m(x)\n    loss.backward()\nstep()\n",
+            fixed="import amplint.runtime\nwith amplint.runtime.autocast(device):\n    loss = m(x)\nloss.backward()\nstep()\n",
+            line=4,
+            column=5,
+            message="Backward pass inside an autocast block",
+        ),
+        Invalid(
             "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\nstep()\n",
             fixed="import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\nstep()\n",
         ),

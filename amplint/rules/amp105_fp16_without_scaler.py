@@ -8,7 +8,7 @@ from amplint.rules.base import AnalysisRule, Invalid
 
 def may_be_float16(use: AutocastUse) -> bool:
     """Is float16 among the dtypes this autocast may run in, as far as is known?"""
-    if use.dtype_expr is not None:
+    if use.dtype_expr is not None or use.runtime:
         return use.dtypes is not None and "float16" in use.dtypes
     if use.deprecated:
         return use.device_types == frozenset({"cuda"})
@@ -23,6 +23,10 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     in a function (or module-level script) that calls a tensor `.backward()`, when the
     file does no gradient scaling at all: no `GradScaler` is constructed and nothing
     calls `.scale(...)`. Reported on the `with` statement.
+
+    `amplint.runtime.autocast(device)` without a dtype may run in float16 (it picks
+    bfloat16 only where the hardware runs it natively), so it counts as float16;
+    `amplint.runtime.grad_scaler(...)` and `MixedPrecision` scale gradients.
 
     A `with` item that looks up autocast contexts in a literal dict
     (`with {"bf16": autocast(dtype=torch.bfloat16), "fp16": autocast(dtype=torch.float16)}[args.precision]:`)
@@ -75,8 +79,9 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     """
 
     triggers = frozenset({"autocast"})
-    # Pre-filter: a backward, and a float16 dtype named or by default (these devices).
-    requires = (frozenset({"backward"}), frozenset({"float16", "half", "cuda", "mps", "xpu", "mtia"}))
+    # Pre-filter: a backward, and a float16 dtype named or by default (these devices, or
+    # amplint.runtime's autocast, which may choose it).
+    requires = (frozenset({"backward"}), frozenset({"float16", "half", "cuda", "mps", "xpu", "mtia", "runtime"}))
 
     VALID = (
         (
@@ -106,6 +111,11 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             "import torch\n\n@torch.inference_mode()\ndef evaluate_and_train(m, x):\n"
             "    with torch.autocast('cuda'):\n        out = m(x)\n    out.sum().backward()\n"
         ),
+        # amplint.runtime's scaler is the scaler for its autocast.
+        (
+            "import amplint.runtime\n\ndef step(m, x, device):\n    scaler = amplint.runtime.grad_scaler(device)\n"
+            "    with amplint.runtime.autocast(device):\n        loss = m(x)\n    scaler.scale(loss).backward()\n"
+        ),
         # A dict of bfloat16 contexts only.
         (
             "import torch\n\ndef step(m, x, p):\n    with {'a': torch.autocast('cuda', dtype=torch.bfloat16)}[p]:\n"
@@ -130,6 +140,14 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
 
         ),
         Invalid("import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n"),
+        # After AMP202's fix: the runtime's autocast picks float16 where bfloat16 is not native.
+        Invalid(
+            "import amplint.runtime\n\ndef step(m, x, device):\n    with amplint.runtime.autocast(device):\n"
+            "        loss = m(x)\n    loss.backward()\n",
+            line=4,
+            column=5,
+            message="float16 autocast in training without a GradScaler",
+        ),
         Invalid(
             (
                 "import torch\n\ndef step(m, x, precision):\n"

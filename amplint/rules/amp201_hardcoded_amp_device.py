@@ -10,12 +10,16 @@ from amplint.analysis.torch_api import (
     MODERN_AUTOCASTS,
     MODERN_CUSTOM_AUTOGRAD,
     MODERN_GRAD_SCALERS,
+    RUNTIME_AUTOCASTS,
+    RUNTIME_SCALERS,
     RUNTIME_TORCH,
 )
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
+# Calls whose device argument AMP depends on.
+AMP_DEVICE_TAKERS = MODERN_AUTOCASTS | MODERN_GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD | RUNTIME_AUTOCASTS | RUNTIME_SCALERS
 # What the message calls each callable.
 _SHORT = {
     **{name: "torch.autocast" for name in MODERN_AUTOCASTS},
@@ -45,7 +49,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       (module-level code: the module), or `self.device` assigned anywhere in the enclosing
       class. Integer indices such as `args.gpu` or `local_rank` are not device variables;
     - **(b)** device types derived by string matching: `"cuda" if "cuda" in x else "cpu"`,
-      `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors);
+      `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors), whose value
+      feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
+      directly or through the one name it is assigned to (a device for a
+      `torch.Generator` or a tensor is not AMP code: reproducible tests keep RNGs on CPU);
     - **(c)** `str(device)` passed as an autocast device type;
     - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
       (keyword or positional), where the code could run without CUDA.
@@ -204,6 +211,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             "    elif torch.cuda.is_available():\n        args.rank = 0\n    else:\n        sys.exit(1)\n"
             "    dist.init_process_group(backend='nccl')\n"
         ),
+        # (b) is about AMP code: a Generator's device, or a value not passed to AMP.
+        "import torch\ng = torch.Generator('cpu' if not device.startswith('cuda') else 'cuda')\n",
+        "def f(device):\n    return 'cuda' if device.startswith('cuda') else 'cpu'\n",
         # OLMo's ladder.py: where a model is initialised is not the device the code runs on.
         (
             "import torch.distributed as dist\nmodel_config.init_device = 'cpu'\n\n"
@@ -290,14 +300,29 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             message="NCCL needs CUDA GPUs",
         ),
         Invalid(
-            "device = 'mps'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n",
-            fixed="import amplint.runtime\ndevice = 'mps'\ndevice_type = amplint.runtime.device_type(device)\n",
+            (
+                "import torch\ndevice = 'mps'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+                "with torch.autocast(device_type):\n    pass\n"
+            ),
+            fixed=(
+                "import torch\nimport amplint.runtime\ndevice = 'mps'\ndevice_type = amplint.runtime.device_type(device)\n"
+                "with torch.autocast(device_type):\n    pass\n"
+            ),
             unsafe=True,
+            line=3,
+            column=15,
+            message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
         ),
         Invalid(
-            "def f(device):\n    return 'cuda' if device.startswith('cuda') else 'cpu'\n",
-            fixed="import amplint.runtime\ndef f(device):\n    return amplint.runtime.device_type(device)\n",
+            "import torch\n\ndef f(device):\n    return torch.amp.GradScaler('cuda' if device.startswith('cuda') else 'cpu')\n",
+            fixed=(
+                "import torch\nimport amplint.runtime\n\ndef f(device):\n"
+                "    return torch.amp.GradScaler(amplint.runtime.device_type(device))\n"
+            ),
             unsafe=True,
+            line=4,
+            column=33,
+            message="use `amplint.runtime.device_type(device)`",
         ),
         Invalid(
             "import torch\n\ndef f(device):\n    with torch.autocast(str(device), dtype=torch.bfloat16):\n        pass\n",
@@ -508,6 +533,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         subject, positive = tested
         if (body == "cuda") != positive:
             return
+        if not self._feeds_amp(node):
+            return  # a device for something else (a torch.Generator, a tensor): not AMP code
         text = self.context.module.code_for_node(subject)
         message = (
             f'`{self.context.module.code_for_node(node)}` maps every non-CUDA device (mps, xpu, ...) to "cpu"; '
@@ -515,6 +542,32 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         )
         fix = self._runtime_fix(node, f"amplint.runtime.device_type({text})", Applicability.UNSAFE)
         self.report(node, message, fix=fix)
+
+    def _feeds_amp(self, value: cst.BaseExpression) -> bool:
+        """Does ``value`` reach an AMP call's device argument: directly, or through the one
+        name it is assigned to?"""
+        tree = self.context.analysis.tree
+        parent = tree.parent(value)
+        if isinstance(parent, cst.Arg):
+            return self._is_amp_device_argument(parent)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            for binding in self.context.analysis.bindings.of(parent.targets[0].target):
+                for access in binding.references:
+                    argument = tree.parent(access.node)
+                    if isinstance(argument, cst.Arg) and self._is_amp_device_argument(argument):
+                        return True
+        return False
+
+    def _is_amp_device_argument(self, argument: cst.Arg) -> bool:
+        call = self.context.analysis.tree.parent(argument)
+        if not isinstance(call, cst.Call) or argument.star:
+            return False
+        qualified = self.qualified_name(call.func) or ""
+        if qualified not in AMP_DEVICE_TAKERS:
+            return False
+        if argument.keyword is not None:
+            return argument.keyword.value in ("device_type", "device")
+        return call.args[0] is argument
 
     def _cuda_string_test(self, test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
         """``"cuda" in x`` / ``x.startswith("cuda")`` (or negated): (x, is the test positive?)."""

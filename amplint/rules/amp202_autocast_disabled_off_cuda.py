@@ -6,10 +6,48 @@ from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.syntax import call_arguments
 from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER
 from amplint.diagnostics import Applicability, Fix
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
 NULLCONTEXT = "contextlib.nullcontext"
+
+
+# Calls that ask what the CUDA device supports.
+CUDA_PROBES = frozenset(
+    {
+        "torch.cuda.is_bf16_supported",
+        "torch.cuda.get_device_capability",
+        "torch.cuda.get_device_properties",
+        "torch.cuda.is_available",
+    }
+)
+
+
+def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+    expr.visit(_Visitor())
+    return found
+
+
+def _calls_in(expr: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    expr.visit(_Visitor())
+    return found
 
 
 class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabled-off-cuda", summary="Autocast replaced by nullcontext off CUDA", fix=Applicability.UNSAFE):
@@ -69,7 +107,11 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     devices that ran in float32 until now; numerics and speed change there. On CUDA
     nothing changes: `dtype`, `enabled` and `cache_enabled` are kept, and an autocast
     that gave no dtype on a literal `"cuda"` device gets `dtype=torch.float16` (CUDA's
-    default) so that `amplint.runtime.autocast` does not pick bfloat16 instead. The
+    default) so that `amplint.runtime.autocast` does not pick bfloat16 instead. A dtype
+    chosen by probing CUDA (`torch.bfloat16 if torch.cuda.is_bf16_supported() else
+    torch.float16`, directly or through a name) is dropped: kept, it would force float16
+    on every device without CUDA bfloat16 (CPU autocast in float16 warns on every step),
+    and the runtime already picks bfloat16 where the device runs it natively. The
     `<device>` is the expression the test examines (`device` in `device.type == "cuda"`,
     `device_type` in `device_type == "cpu"`), else the autocast's own non-literal device,
     else the scope's device variable; with none of these it is left out and the runtime
@@ -110,6 +152,27 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         "import torch\nctx = torch.autocast(device_type)\nloss.backward()\n",
     )
     INVALID = (
+        # nanoGPT's dtype probes CUDA: the runtime chooses per device instead.
+        Invalid(
+            (
+                "import torch\nfrom contextlib import nullcontext\n"
+                "dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'\n"
+                "ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
+                "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)\n"
+                "loss.backward()\n"
+            ),
+            fixed=(
+                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
+                "dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'\n"
+                "ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
+                "ctx = amplint.runtime.autocast(device_type)\n"
+                "loss.backward()\n"
+            ),
+            unsafe=True,
+            line=5,
+            column=7,
+            message="use `amplint.runtime.autocast(device, dtype=...)`",
+        ),
         Invalid(
             (
                 "from contextlib import nullcontext\n\nimport torch\n\n"
@@ -181,6 +244,25 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             return None
         return expr, use
 
+    def _chosen_for_cuda(self, dtype: cst.BaseExpression) -> bool:
+        """Was this dtype chosen by probing CUDA (``torch.bfloat16 if
+        torch.cuda.is_bf16_supported() else torch.float16``, directly or through names
+        bound once, as in nanoGPT's ``dtype`` → ``ptdtype``)? Kept, it would force CUDA's
+        choice on every other device."""
+        bindings = self.context.analysis.bindings
+        pending: list[cst.BaseExpression] = [dtype]
+        for _ in range(4):
+            following: list[cst.BaseExpression] = []
+            for expr in pending:
+                if any(self.qualified_name(call.func) in CUDA_PROBES for call in _calls_in(expr)):
+                    return True
+                for name in _names_in(expr):
+                    bound = bindings.single_value(name)
+                    if bound is not None:
+                        following.append(bound)
+            pending = following
+        return False
+
     def _fix(self, node: cst.IfExp, call: cst.Call, use: AutocastUse) -> Fix | None:
         arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if use.deprecated else AUTOCAST_ORDER)
         if arguments is None:
@@ -197,7 +279,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             device = devices.expression_at(node)
         parts = [device] if device is not None else []
         dtype = arguments.get("dtype")
-        if dtype is not None:
+        if dtype is not None and self._chosen_for_cuda(dtype):
+            pass  # a dtype picked by probing the CUDA device: the runtime picks per device
+        elif dtype is not None:
             parts.append(f"dtype={code(dtype)}")
         elif use.device_types == frozenset({"cuda"}):
             # CUDA autocast defaults to float16; the runtime would choose bfloat16 on Ampere+.
