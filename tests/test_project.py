@@ -124,3 +124,31 @@ def test_runtime_fixes_stay_unsafe_without_the_dependency_and_vanish_for_old_tor
     assert diagnostic.fix is not None and diagnostic.fix.applicability is Applicability.UNSAFE
     (old,) = check_source(AUTOCAST_WITH_DEVICE, select=["AMP201"], project=ProjectFacts(target_torch=(2, 2)))
     assert old.fix is None
+
+
+# -- the torch a project targets ------------------------------------------------------------------
+
+DEPRECATED = "import torch\nscaler = torch.cuda.amp.GradScaler()\ndt = torch.get_autocast_gpu_dtype()\n"
+
+
+def test_deprecations_are_reported_only_where_the_target_has_them_deprecated() -> None:
+    # torch.amp.GradScaler and torch.get_autocast_dtype arrived with the deprecation, in 2.4.
+    assert sorted(d.code for d in check_source(DEPRECATED, select=["AMP0"])) == ["AMP001", "AMP002"]
+    assert check_source(DEPRECATED, select=["AMP0"], project=ProjectFacts(target_torch=(2, 3))) == []
+    assert len(check_source(DEPRECATED, select=["AMP0"], project=ProjectFacts(target_torch=(2, 4)))) == 2
+
+
+APEX = (
+    "import torch\nfrom apex import amp\n\n\ndef train(model, optimizer, loader):\n"
+    "    model, optimizer = amp.initialize(model, optimizer)\n"
+    "    for x, y in loader:\n        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+    "        with amp.scale_loss(loss, optimizer) as scaled:\n            scaled.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
+def test_apex_migration_needs_torch_amp_grad_scaler() -> None:
+    fixable = [d for d in check_source(APEX, select=["AMP003"]) if d.fix is not None]
+    assert len(fixable) == 1
+    old = check_source(APEX, select=["AMP003"], project=ProjectFacts(target_torch=(2, 2)))
+    assert old and all(d.fix is None for d in old)

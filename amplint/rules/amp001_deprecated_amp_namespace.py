@@ -14,6 +14,7 @@ from amplint.analysis.torch_api import (
     DEPRECATED_AUTOCAST_ORDER,
     DEPRECATED_MODULES,
     DEPRECATED_NAMESPACES,
+    DEPRECATED_SINCE,
     GRAD_SCALER,
     NOT_DEPRECATED_MEMBERS,
     AmpSymbol,
@@ -308,6 +309,8 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         super().__init__(context)
         self._import_depth = 0
         self._importer = Importer(context)
+        # Code that must run on a torch older than 2.4 has nothing to migrate to yet.
+        self._deprecated = context.project.torch_has(DEPRECATED_SINCE)
 
     # -- traversal ------------------------------------------------------------------------
 
@@ -319,18 +322,23 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._import_depth += 1
-        self._check_import_from(node)
+        if self._deprecated:
+            self._check_import_from(node)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
         self._import_depth -= 1
 
     def visit_Name(self, node: cst.Name) -> None:
-        self._check_reference(node)
+        if self._deprecated:
+            self._check_reference(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check_reference(node)
+        if self._deprecated:
+            self._check_reference(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self._deprecated:
+            return
         # getattr(torch.cuda.amp, "autocast"): a deprecated member fetched by name.
         if self.qualified_name(node.func) != "getattr" or len(node.args) < 2:
             return

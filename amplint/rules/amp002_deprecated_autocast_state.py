@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.torch_api import DEPRECATED_STATE_FUNCTIONS, STATE_REPLACEMENTS
+from amplint.analysis.torch_api import (
+    DEPRECATED_SINCE,
+    DEPRECATED_STATE_FUNCTIONS,
+    STATE_REPLACEMENTS,
+)
 from amplint.diagnostics import Applicability
 from amplint.fixes.edits import string, with_commas
 from amplint.rules.base import AnalysisRule, Invalid
@@ -117,6 +121,8 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self.context.project.torch_has(DEPRECATED_SINCE):
+            return  # the device-taking replacements arrived with the deprecation, in 2.4
         qualified = self.qualified_name(node.func)
         if qualified not in DEPRECATED_STATE_FUNCTIONS:
             return

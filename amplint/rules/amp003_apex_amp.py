@@ -6,6 +6,7 @@ import libcst as cst
 
 from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import assigned_names, constant, count_names, dotted_name, loaded_names
+from amplint.analysis.torch_api import INTRODUCED
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.edits import indent_unit, lines_of, reindent
 from amplint.fixes.importer import Importer
@@ -264,6 +265,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     # -- the canonical migration -----------------------------------------------------------
 
     def _canonical_fix(self) -> Fix | None:
+        if not self.context.project.torch_has(INTRODUCED["torch.amp.GradScaler"]):
+            return None  # the native recipe it emits needs torch.amp.GradScaler (2.3)
         uses, references = self._uses, self._module_references
         imports = [use for use in uses if use.member is None]
         members = [use for use in uses if use.member is not None]

@@ -4,7 +4,7 @@ import libcst as cst
 
 from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.syntax import call_arguments
-from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER
+from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER, RUNTIME_TORCH
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.importer import Importer
@@ -292,6 +292,8 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         for keyword in ("enabled", "cache_enabled"):
             if keyword in arguments:
                 parts.append(f"{keyword}={code(arguments[keyword])}")
+        if not self.context.project.torch_has(RUNTIME_TORCH):
+            return None  # amplint.runtime needs torch 2.4
         imports = Importer(self.context).runtime()
         if imports is None:
             return None
