@@ -3,14 +3,15 @@
 Rules ask ``context.analysis`` (a :class:`FileAnalysis`) and nothing else. Each part is
 built from the parts below it, so the dependencies form a chain with no cycle::
 
-    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices
+    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices ─ project
 
 ``tree``: parents, ancestors, scopes, statements and the file index; ``names``: what a
 name or attribute resolves to; ``bindings``: what a name is bound to; ``classes``: what
 each ``self.<attr>`` of a class is assigned across its methods; ``values``: the static
 values of expressions (strings, dtypes; ``member_values`` also through class members and
 config fields); ``compat``: compatibility fallbacks;
-``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts. PyTorch's AMP API
+``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts; ``project``: what
+calling a function of this or another project file does (through the engine's index). PyTorch's AMP API
 itself is data, in ``torch_api``.
 """
 
@@ -21,12 +22,18 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.compat import Compat
 from amplint.analysis.devices import DeviceAnalysis
+from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
+from amplint.analysis.project import ProjectAnalysis
 from amplint.analysis.scalers import ScalerAnalysis
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
 from amplint.engine.context import SourceContext
+from amplint.engine.deep import run_deep
+from amplint.engine.index import Summary
+from amplint.engine.parse import parse_source
+from amplint.engine.source import SourceError, decode
 
 
 class FileAnalysis:
@@ -40,9 +47,41 @@ class FileAnalysis:
         self.bindings = Bindings(source, self.tree)
         self.classes = Classes(self.tree)
         self.values = Values(self.names, self.bindings, self.classes)
-        self.member_values = Values(self.names, self.bindings, self.classes, members=True)
+        self.modules = ProjectModules(source, summarize_file)
+        self.member_values = Values(self.names, self.bindings, self.classes, members=True, modules=self.modules)
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes)
+        self.project = ProjectAnalysis(
+            source,
+            self.tree,
+            self.names,
+            self.bindings,
+            self.classes,
+            self.member_values,
+            self.training,
+            self.autocast,
+            self.modules,
+        )
+
+
+def summarize_file(path: str, data: bytes) -> Summary | None:
+    """The summary of another file of the project, from its own analysis (never raises:
+    another file's oddity must not fail this file's lint)."""
+    try:
+        source = decode(data)
+    except SourceError:
+        return None
+
+    def build() -> Summary | None:
+        parsed = parse_source(path, source.text)
+        if parsed.module is None:
+            return None
+        return FileAnalysis(SourceContext(path, source, parsed.module)).project.summary
+
+    try:
+        return run_deep(build)
+    except Exception:  # noqa: BLE001 - an analysis bug on a callee file leaves its facts unknown
+        return None

@@ -14,6 +14,7 @@ import libcst as cst
 
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
+from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
 from amplint.analysis.torch_api import DTYPE_ALIASES
@@ -35,6 +36,8 @@ class Values:
     bindings: Bindings
     classes: Classes
     members: bool = False
+    # Constants of other project modules (``from config import AMP_DTYPE``); None: not asked.
+    modules: ProjectModules | None = None
 
     def string_values(self, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
         """The possible string values of ``node``, or None when not statically known."""
@@ -43,6 +46,11 @@ class Values:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
             return frozenset({value}) if isinstance(value, str) else None
+        if self.modules is not None and isinstance(node, (cst.Name, cst.Attribute)):
+            qualified = self.names.resolve(node)
+            constant = self.modules.constant(qualified) if qualified is not None else None
+            if constant is not None:
+                return frozenset(constant["strings"]) if "strings" in constant else None
         if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.string_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
@@ -68,6 +76,10 @@ class Values:
         if qualified is not None and qualified.startswith("torch."):
             alias = DTYPE_ALIASES.get(qualified.removeprefix("torch."))
             return frozenset({alias}) if alias else None
+        if qualified is not None and self.modules is not None:
+            constant = self.modules.constant(qualified)
+            if constant is not None:
+                return frozenset(constant["dtypes"]) if "dtypes" in constant else None
         if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.dtype_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):

@@ -18,6 +18,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from amplint.diagnostics import Edit, Location
+from amplint.engine.index import ProjectIndex
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.project import ProjectFacts
 from amplint.engine.source import SourceFile, line_starts
@@ -25,10 +26,19 @@ from amplint.engine.walk import significant_children
 
 
 class SourceContext:
-    def __init__(self, path: str, source: SourceFile, module: cst.Module, project: ProjectFacts | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        source: SourceFile,
+        module: cst.Module,
+        project: ProjectFacts | None = None,
+        index: ProjectIndex | None = None,
+    ) -> None:
         self.path = path
         # What the file's project declares (target torch, runtime helpers allowed).
         self.project = project or ProjectFacts()
+        # The project's other modules, for facts that cross files (None: this file alone).
+        self.index = index
         self.source = source
         self.text = source.text
         self.module = module

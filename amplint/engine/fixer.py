@@ -21,6 +21,7 @@ import libcst as cst
 
 from amplint.diagnostics import Diagnostic, Edit, Fix
 from amplint.engine.deep import run_deep
+from amplint.engine.index import ProjectIndex
 from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import cpython_compiles
 from amplint.engine.prefilter import rules_for
@@ -149,10 +150,12 @@ def _key(diagnostic: Diagnostic, text: str) -> tuple[str, str, tuple[tuple[str, 
     return diagnostic.code, _fix(diagnostic).message, edits
 
 
-def _lint_pass(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None) -> LintResult:
+def _lint_pass(
+    path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None, index: ProjectIndex | None
+) -> LintResult:
     """Lint ``source`` with the rules whose trigger words its current text contains."""
     active = rules_for(source.text, rules)
-    return lint_source(path, source, active, project) if active else LintResult()
+    return lint_source(path, source, active, project, index) if active else LintResult()
 
 
 def fix_source(
@@ -163,13 +166,14 @@ def fix_source(
     allow: Callable[[Diagnostic], bool],
     max_passes: int = MAX_PASSES,
     project: ProjectFacts | None = None,
+    index: ProjectIndex | None = None,
 ) -> FixOutcome:
     """Fix ``source`` with every allowed fix; ``allow`` decides per diagnostic.
 
     ``rules`` are all the rules enabled for the file, before the pre-filter: each pass
     chooses among them by the text it lints.
     """
-    return run_deep(_fix_source, path, source, rules, allow, max_passes, project)
+    return run_deep(_fix_source, path, source, rules, allow, max_passes, project, index)
 
 
 def _fix_source(
@@ -179,13 +183,14 @@ def _fix_source(
     allow: Callable[[Diagnostic], bool],
     max_passes: int,
     project: ProjectFacts | None,
+    index: ProjectIndex | None,
 ) -> FixOutcome:
     outcome = FixOutcome(text=source.text)
     rejected: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
     current = source
     check_ast: bool | None = None
     for _ in range(max_passes):
-        result = _lint_pass(path, current, rules, project)
+        result = _lint_pass(path, current, rules, project, index)
         outcome.remaining = result
         if check_ast is None:
             check_ast = result.compiles
@@ -221,7 +226,7 @@ def _fix_source(
                 outcome.applied[diagnostic.code] = outcome.applied.get(diagnostic.code, 0) + 1
         current = current.with_text(new_text)
         outcome.text = new_text
-    outcome.remaining = _lint_pass(path, current, rules, project)
+    outcome.remaining = _lint_pass(path, current, rules, project, index)
     leftover = [d for d in outcome.remaining.diagnostics if d.fix is not None and allow(d) and _key(d, current.text) not in rejected]
     outcome.converged = not leftover
     if leftover:

@@ -21,6 +21,7 @@ from amplint.diagnostics import Diagnostic, Edit, Fix, Location
 from amplint.engine.alignment import Alignment, Locator
 from amplint.engine.context import SourceContext, render
 from amplint.engine.deep import deep_recursion, run_deep
+from amplint.engine.index import ProjectIndex
 from amplint.engine.noqa import apply_noqa
 from amplint.engine.parse import file_diagnostic, parse_source
 from amplint.engine.project import ProjectFacts
@@ -64,6 +65,7 @@ def lint_module(
     *,
     compiles: bool = False,
     project: ProjectFacts | None = None,
+    index: ProjectIndex | None = None,
 ) -> LintResult:
     """Run ``rules`` over an already parsed ``module`` of ``source`` (call on a deep thread)."""
     result = LintResult(compiles=compiles)
@@ -71,7 +73,7 @@ def lint_module(
         return result
     try:
         with deep_recursion():
-            _run_rules(path, source, module, rules, result, project)
+            _run_rules(path, source, module, rules, result, project, index)
     except RecursionError:
         result.diagnostics = [file_diagnostic(path, PARSE_ERROR, "cannot analyse: expressions nested too deeply")]
         result.parsed = False
@@ -86,6 +88,7 @@ def _run_rules(
     rules: Sequence[RuleType],
     result: LintResult,
     project: ProjectFacts | None,
+    index: ProjectIndex | None,
 ) -> None:
     code = render(module)
     alignment: Alignment | None = None
@@ -100,7 +103,7 @@ def _run_rules(
 
     def context_for(wanted: type[SourceContext]) -> SourceContext:
         if wanted not in contexts:
-            contexts[wanted] = wanted(path, seen, module, project)
+            contexts[wanted] = wanted(path, seen, module, project, index)
         return contexts[wanted]
 
     context = context_for(SourceContext)
@@ -201,17 +204,25 @@ def _mapped_fix(fix: Fix, alignment: Alignment, locate: Callable[[int], Location
 
 
 
-def _lint(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None) -> LintResult:
+def _lint(
+    path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None, index: ProjectIndex | None
+) -> LintResult:
     parsed = parse_source(path, source.text)
     if parsed.module is None:
         errors = [parsed.error] if parsed.error is not None else []
         return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
-    result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles, project=project)
+    result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles, project=project, index=index)
     result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR}), key=lambda d: d.sort_key)
     return result
 
 
-def lint_source(path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None = None) -> LintResult:
+def lint_source(
+    path: str,
+    source: SourceFile,
+    rules: Sequence[RuleType],
+    project: ProjectFacts | None = None,
+    index: ProjectIndex | None = None,
+) -> LintResult:
     """Parse and lint one source; never raises for anything the source contains."""
-    return run_deep(_lint, path, source, rules, project)
+    return run_deep(_lint, path, source, rules, project, index)
 

@@ -30,6 +30,7 @@ from amplint.diagnostics import Applicability, Diagnostic, Location
 from amplint.engine.cache import ResultsCache, digest
 from amplint.engine.config import Settings, select_rules
 from amplint.engine.fixer import FixFailure, fix_source
+from amplint.engine.index import ProjectIndex, shared_index
 from amplint.engine.linter import lint_source
 from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
@@ -52,6 +53,14 @@ class Job:
     unsafe_fixes: bool = False
     # What the project declares (target torch, runtime helpers); None: nothing declared.
     project: ProjectFacts | None = None
+    # Where the project's modules are looked up for facts that cross files (the project
+    # root by default); the summaries cache lives in ``summaries_dir`` when given.
+    index_roots: tuple[str, ...] | None = None
+    summaries_dir: str | None = None
+
+    def index(self) -> ProjectIndex:
+        roots = self.index_roots if self.index_roots is not None else (self.settings.project_root,)
+        return shared_index(roots, self.summaries_dir)
 
 
 @dataclass
@@ -146,12 +155,21 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     if not active:
         return report
     if job.mode is Mode.CHECK:
-        result = lint_source(path, source, active, job.project)
+        index = job.index()
+        index.start_file()
+        result = lint_source(path, source, active, job.project, index)
         report.diagnostics = result.diagnostics
         report.warnings = [result.skipped] if result.skipped else []
         return _filter_codes(report, rules)
+    index = job.index()
+    index.start_file()
     outcome = fix_source(
-        path, source, rules, allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes), project=job.project
+        path,
+        source,
+        rules,
+        allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes),
+        project=job.project,
+        index=index,
     )
     report.diagnostics = outcome.remaining.diagnostics
     report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []

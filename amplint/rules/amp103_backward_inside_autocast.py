@@ -18,6 +18,12 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     backward pass outside autocast itself); a backward in a function merely *defined*
     under autocast.
 
+    Across functions and files: a call inside an autocast block to a function or method
+    of the project (this file or another) that runs a tensor backward
+    (`self.optimize(loss)` doing `loss.backward()`, an engine's `backward_step`) is
+    flagged at the call, with the chain that leads to the backward; unresolved calls end
+    the chain (see AMP104).
+
     ## Why is this bad?
     PyTorch's AMP recipe runs only the forward pass and the loss under autocast.
     Backward ops run in the dtype autocast chose for the matching forward ops anyway;
@@ -56,7 +62,8 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     without a fix, because moving it would reorder code.
     """
 
-    triggers = frozenset({"backward"})
+    # A backward in this file, or a call that may run one in another project file.
+    triggers = frozenset({"backward", "autocast"})
     # Pre-filter: every spelling of an autocast block names autocast somewhere in the file.
     requires = (frozenset({"autocast"}),)
 
@@ -108,11 +115,30 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.context.analysis.training.is_tensor_backward(node):
+            self._check_callee(node)
             return
         block = self.context.analysis.autocast.enclosing(node)
         if block is None or block.disabled:
             return
         self.report(node, fix=self._dedent_fix(node, block.statement))
+
+    def _check_callee(self, node: cst.Call) -> None:
+        """A call inside an autocast block of a function (of this or another project file)
+        that runs a tensor backward: ``self.optimize(loss)`` doing ``loss.backward()``."""
+        analysis = self.context.analysis
+        block = analysis.autocast.enclosing(node)
+        if block is None or block.disabled:
+            return
+        effects = analysis.project.effects(node)
+        if effects is None or not effects.backward:
+            return
+        reached = effects.backward[0]
+        callee = self.context.module.code_for_node(node.func)
+        self.report(
+            node,
+            f"`{callee}(...)` runs `{reached.text}` ({analysis.project.describe(reached)}) inside this autocast "
+            "block; call it after the block",
+        )
 
     def _dedent_fix(self, node: cst.Call, statement: cst.With) -> Fix | None:
         line = self.context.analysis.tree.statement_of(node)

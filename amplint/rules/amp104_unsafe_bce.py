@@ -22,6 +22,16 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     autocast-disabled region (`with torch.autocast(..., enabled=False):`), which is the
     workaround PyTorch recommends when the probabilities really are needed.
 
+    Across functions and files: a call inside such an autocast block that reaches a
+    binary cross entropy in another file of the project — a loss function in
+    `losses.py`, a loss class whose `forward` calls `nn.BCELoss` — is flagged at the
+    call, with the chain that leads there (`compute_loss(...)` reaches
+    `F.binary_cross_entropy` (losses.py:12, via compute_loss → helper)). The chain is
+    followed at most three calls deep, through functions, methods of `self`, and
+    instances of project classes bound once; a call that cannot be resolved statically
+    (a registry looked up by a runtime string, `getattr`, a third-party module) ends it,
+    and nothing is reported.
+
     ## Why is this bad?
     Under CUDA (and XPU, MTIA) autocast, `binary_cross_entropy` raises
     `RuntimeError: torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are
@@ -62,7 +72,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     `nn.BCEWithLogitsLoss`.
     """
 
-    triggers = frozenset({"binary_cross_entropy", "BCELoss"})
+    # A BCE in this file, or a call that may reach one in another file (then the file
+    # still opens the autocast block the call runs in).
+    triggers = frozenset({"binary_cross_entropy", "BCELoss", "autocast"})
     # Pre-filter: only files with an autocast block.
     requires = (frozenset({"autocast"}),)
 
@@ -138,6 +150,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.qualified_name(node.func)
+        if qualified not in BCE_MODULES and qualified not in BCE_FUNCTIONS:
+            self._check_callee(node)
+            return
         if qualified in BCE_MODULES and self._applies(node):
             self.report(node, "`nn.BCELoss` raises under CUDA autocast; use `nn.BCEWithLogitsLoss` on logits")
         elif qualified in BCE_FUNCTIONS and self._applies(node):
@@ -146,6 +161,29 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 f"`{qualified}` raises under CUDA autocast; use `binary_cross_entropy_with_logits` on logits",
                 fix=self._logits_fix(node),
             )
+
+    def _check_callee(self, node: cst.Call) -> None:
+        """A call inside an unsafe autocast block that reaches a BCE in another file of the
+        project (``loss = compute_loss(out, y)`` with the BCE in ``losses.py``)."""
+        analysis = self.context.analysis
+        block = analysis.autocast.enclosing(node)
+        if block is None or block.disabled:
+            return
+        devices = block.use.device_types
+        if devices is not None and devices <= TOLERANT_DEVICES:
+            return
+        effects = analysis.project.effects(node)
+        reached = [r for r in effects.bce if analysis.project.elsewhere(r)] if effects is not None else []
+        if not reached:
+            return
+        callee = self.context.module.code_for_node(node.func)
+        where = "autocast" if devices is None else f"autocast({', '.join(sorted(devices))})"
+        self.report(
+            node,
+            f"`{callee}(...)` reaches `{reached[0].text}` ({analysis.project.describe(reached[0])}) inside "
+            f"{where}: binary_cross_entropy raises under CUDA autocast; use `binary_cross_entropy_with_logits` "
+            "there, or call it under `autocast(enabled=False)`",
+        )
 
     def _logits_fix(self, node: cst.Call) -> Fix | None:
         if not isinstance(node.func, cst.Attribute) or not node.args or node.args[0].star:

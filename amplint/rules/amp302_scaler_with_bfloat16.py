@@ -88,9 +88,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     """
 
     triggers = frozenset({"GradScaler"})
-    # Pre-filter: bfloat16 named (an autocast dtype, a flag, a cast), or autocast on a
-    # device whose default is bfloat16, or amplint.runtime's (which may choose it).
-    requires = (frozenset({"re:bf16|bfloat16|BF16|BFLOAT16", "cpu", "hpu", "xla", "runtime"}),)
+    # Pre-filter: an autocast block (whose dtype may come from this file, a config field or
+    # another module), or bfloat16 named (a flag, a cast).
+    requires = (frozenset({"autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
         (
