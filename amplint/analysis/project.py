@@ -103,7 +103,7 @@ class ProjectAnalysis:
                 continue
             entry = functions[key]
             line = self.source.location(self.source.span(call)[0]).row
-            text = self.source.module.code_for_node(call.func)
+            text = _short(self.source.module.code_for_node(call.func))
             if self.is_bce(call):
                 entry["bce"].append([line, text])
             elif self.training.is_tensor_backward(call):
@@ -301,3 +301,9 @@ class ProjectAnalysis:
         if path == Path(self.source.path).resolve():
             return self.summary
         return self.modules.summary_of(path)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """A callee as messages show it: ``loss.backward``, or ``….backward`` when long."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "…." + flat.rsplit(".", 1)[-1]

@@ -10,9 +10,10 @@ disk, so that each file is summarised once however many files import it.
 Every summary a lint reads is recorded as a dependency of the file being linted (path
 and content digest): a cached result is valid only while those files are unchanged.
 
-Modules are looked up the way a script run from its own directory, or a package
-installed from the project root, would find them: next to the importing file, then
-under each project root (and its ``src/``). A module that is not found is not part of
+Modules are looked up the way a script run from its own directory or from a directory
+above it, or a package installed from the project root, would find them: next to the
+importing file, then in each of its ancestor directories inside the project, then under
+each project root (and its ``src/``). A module that is not found is not part of
 the project (a third-party package), and the analysis treats calls into it as unknown.
 """
 
@@ -67,7 +68,10 @@ class ProjectIndex:
                 base = base.parent
             bases = [base]
         else:
-            bases = [importer.parent, *(root for root in self.roots), *(root / "src" for root in self.roots)]
+            # The importing file's directory and its ancestors inside the project (a script
+            # run from a repository's root imports the repository's packages), then the roots.
+            ancestors = [importer.parent, *(p for p in importer.parent.parents if self._inside_project(p))]
+            bases = [*ancestors, *self.roots, *(root / "src" for root in self.roots)]
         for base in bases:
             found = _module_file(base, parts)
             if found is not None and self._inside_project(found):
