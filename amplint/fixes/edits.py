@@ -56,6 +56,26 @@ def remove_statement(context: SourceContext, statement: cst.BaseStatement, sibli
     return context.edit(start, end, "")
 
 
+def combine_insertions(context: SourceContext, edits: Sequence[Edit]) -> list[Edit]:
+    """One fix's insertions at the same point merged into one edit (the engine refuses two
+    insertions at one point, whose order would be a guess); import lines are sorted, as
+    isort would, and the same line is inserted once."""
+    merged: list[Edit] = []
+    at: dict[int, int] = {}
+    for edit in edits:
+        if edit.start != edit.end or edit.start not in at:
+            if edit.start == edit.end:
+                at[edit.start] = len(merged)
+            merged.append(edit)
+            continue
+        first = merged[at[edit.start]]
+        lines = first.content.splitlines(keepends=True) + edit.content.splitlines(keepends=True)
+        if all(line.startswith(("import ", "from ")) for line in lines):
+            lines = sorted(dict.fromkeys(lines), key=str.lower)
+        merged[at[edit.start]] = context.insert(edit.start, "".join(lines))
+    return merged
+
+
 # -- pieces of calls ----------------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from amplint.analysis.torch_api import (
     symbol,
 )
 from amplint.diagnostics import Applicability, Edit
-from amplint.fixes.edits import as_keyword, keyword_arg, string, with_commas
+from amplint.fixes.edits import as_keyword, combine_insertions, keyword_arg, string, with_commas
 from amplint.fixes.importer import Importer, bound_name
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -46,6 +46,7 @@ class Plan:
     fix_message: str = ""
     edits: list[Edit] | None = None
     isolation: str | None = None
+    unsafe: bool = False
 
 
 class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-namespace", summary="Deprecated `torch.cuda.amp` / `torch.cpu.amp` API", fix=Applicability.SAFE):
@@ -100,7 +101,11 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     - `custom_fwd`/`custom_bwd`, bare or called → `torch.amp.custom_fwd(device_type="cuda", ...)`
       (a function passed positionally stays positional).
     - references used as values → `functools.partial(torch.amp.autocast, "cuda")` (a
-      `functools.partial` of the old name gets its arguments merged instead). When the
+      `functools.partial` of the old name gets its arguments merged instead). A value
+      handed to some other callable (a factory or registry argument) gets the same
+      rewrite as an *unsafe* fix, a decision of amplint's stricter than the catalog: the
+      callee may read `__name__` or test the type, and a partial is no class
+      (RT-DETR's `register()(amp.grad_scaler.GradScaler)` fails at import with it). When the
       value is bound to a name that this file calls with positional arguments, no fix
       is offered: through the partial, `f(True)` would pass `True` as the dtype.
     - references used as types (`isinstance`, `issubclass`, unittest's
@@ -268,6 +273,15 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             ),
         ),
         Invalid("import torch\nSCALERS = (torch.cuda.amp.GradScaler, MyScaler)\n", fixed=None),
+        # A registry argument: the partial is offered, but as an unsafe fix (RT-DETR).
+        Invalid(
+            "import torch.cuda.amp as amp\n\nGradScaler = register()(amp.grad_scaler.GradScaler)\n",
+            fixed='import functools\nimport torch\n\nGradScaler = register()(functools.partial(torch.amp.GradScaler, "cuda"))\n',
+            unsafe=True,
+            line=3,
+            column=25,
+            message="`torch.cuda.amp.grad_scaler.GradScaler` is deprecated",
+        ),
         Invalid(
             "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
             fixed=None,
@@ -371,7 +385,8 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         if plan is not None:
             fix = None
             if plan.edits is not None:
-                fix = self.make_fix(plan.fix_message, plan.edits, isolation=plan.isolation)
+                applicability = Applicability.UNSAFE if plan.unsafe else None
+                fix = self.make_fix(plan.fix_message, plan.edits, isolation=plan.isolation, applicability=applicability)
             self.report(plan.node, plan.message, fix=fix)
 
     def _plan(self, node: cst.Name | cst.Attribute) -> Plan | None:
@@ -441,6 +456,8 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         if plan.edits is not None and with_cleanup:
             plan.isolation, extra = self._binding_cleanup(node)
             plan.edits.extend(extra)
+        if plan.edits is not None:
+            plan.edits = combine_insertions(self.context, plan.edits)
         return plan
 
     def _plan_value(
@@ -479,6 +496,10 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         if binding is None:
             return
         functools_name, functools_edits = binding
+        if isinstance(parent, cst.Arg):
+            # Handed to a callable that may read `__name__` or test the type (a registry's
+            # `register()(GradScaler)`: RT-DETR fails at import): a partial is no class.
+            plan.unsafe = True
         device = (
             f'"{found.implied_device}"'
             if found.kind in (AUTOCAST, GRAD_SCALER)
