@@ -51,7 +51,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     - **(b)** device types derived by string matching: `"cuda" if "cuda" in x else "cpu"`,
       `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors), whose value
       feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
-      directly or through the one name it is assigned to (a device for a
+      or the test that chooses between autocast and no autocast, directly or through
+      the one name it is assigned to (a device for a
       `torch.Generator` or a tensor is not AMP code: reproducible tests keep RNGs on CPU);
     - **(c)** `str(device)` passed as an autocast device type;
     - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
@@ -313,6 +314,23 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             column=15,
             message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
         ),
+        # minimind: the string test chooses whether autocast runs at all.
+        Invalid(
+            (
+                "import torch\nfrom contextlib import nullcontext\n"
+                "device_type = 'cuda' if 'cuda' in args.device else 'cpu'\n"
+                "ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')\n"
+            ),
+            fixed=(
+                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
+                "device_type = amplint.runtime.device_type(args.device)\n"
+                "ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')\n"
+            ),
+            unsafe=True,
+            line=3,
+            column=15,
+            message="maps every non-CUDA device",
+        ),
         Invalid(
             "import torch\n\ndef f(device):\n    return torch.amp.GradScaler('cuda' if device.startswith('cuda') else 'cpu')\n",
             fixed=(
@@ -556,6 +574,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                     argument = tree.parent(access.node)
                     if isinstance(argument, cst.Arg) and self._is_amp_device_argument(argument):
                         return True
+                    if self._chooses_autocast(access.node):
+                        return True
+        return False
+
+    def _chooses_autocast(self, read: cst.CSTNode) -> bool:
+        """Is ``read`` tested to choose between autocast and no autocast
+        (``nullcontext() if device_type == "cpu" else torch.autocast(...)``)?"""
+        for child, ancestor in self.context.analysis.tree.ancestry(read):
+            if isinstance(ancestor, cst.IfExp):
+                return child is ancestor.test and self.context.analysis.autocast.autocast_use(ancestor) is not None
+            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
+                return False
         return False
 
     def _is_amp_device_argument(self, argument: cst.Arg) -> bool:
