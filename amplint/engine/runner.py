@@ -255,7 +255,8 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
         info = target.stat()
     except OSError as error:
         return f"cannot stat: {error.strerror or error}"
-    if not os.access(target, os.W_OK):
+    # A file without write permission bits is protected on purpose, even from root.
+    if not os.access(target, os.W_OK) or not info.st_mode & 0o222:
         return "file is read-only; not written"
     real = target.resolve()  # write through symlinks, keep the link itself
     previous = signal.getsignal(signal.SIGTERM)
