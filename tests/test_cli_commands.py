@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from amplint import __version__
 from amplint import cli as cli_module
-from amplint.cli import cli, main
 from amplint.api import registry
+from amplint.cli import cli, main
 
 SOURCE = "import torch\nd = torch.get_autocast_gpu_dtype()\n"
 

@@ -163,7 +163,7 @@ def test_a_file_that_cannot_be_written_is_an_error_and_keeps_its_findings(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (project / "other.py").write_text(TRAIN)
-    real = api_module.write_atomically
+    real = api_module.write_atomically  # type: ignore[attr-defined]
 
     def refuse_train(path: str, original: bytes, data: bytes) -> str | None:
         if Path(path).name == "train.py":

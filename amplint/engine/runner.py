@@ -176,7 +176,7 @@ def _unused_noqa(
     The findings that noqa comments silence are those of a second lint with the comments
     blanked out; it runs only when a comment names an enabled code.
     """
-    enabled = [rule.code for rule in rules]
+    enabled = [rule.code for rule in rules] + [INTERNAL_ERROR]  # reported whatever the selection
     if UNUSED_NOQA not in enabled or (result is not None and not result.parsed):
         return []
     found = directives(source.text)
