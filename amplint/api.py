@@ -516,6 +516,8 @@ def watch(
         try:
             before = _snapshot(paths, options)
             result: RunOutcome | ConfigError = run_paths(paths, options, progress=progress)
+            if options.mode.writes:
+                before = _snapshot(paths, options)  # its own writes are no reason to run again
         except ConfigError as error:
             before = {}
             result = error

@@ -595,6 +595,7 @@ def _watch(options: Options, mode: Mode, printer: Printer) -> int:
         click.echo("Watching for file changes (Ctrl-C to stop).", err=True)
 
     def report(result: RunOutcome | ConfigError) -> None:
+        bar.clear()
         if isinstance(result, ConfigError):
             _error(str(result))
         else:

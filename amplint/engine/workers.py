@@ -117,6 +117,23 @@ class _Pool(Generic[TaskT]):
             self.discard(worker)
 
 
+def _hand_out(
+    pool: _Pool[TaskT], worker: _Worker[TaskT], queue: deque[TaskT], arguments: Callable[[TaskT], tuple[object, ...]]
+) -> None:
+    """Give ``worker`` (idle) the next task, if there is one."""
+    if not queue:
+        return
+    task = queue.popleft()
+    try:
+        worker.connection.send(arguments(task))
+    except (BrokenPipeError, ConnectionResetError):
+        # The worker died between tasks: the task goes to its successor.
+        queue.appendleft(task)
+        pool.discard(worker)
+        return
+    worker.task, worker.started = task, time.monotonic()
+
+
 def run_tasks(
     function: Callable[..., ResultT],
     tasks: Sequence[TaskT],
@@ -143,16 +160,8 @@ def run_tasks(
             while len(pool.workers) < min(processes, busy_count + len(queue)):
                 pool.start()
             for worker in list(pool.workers):
-                if worker.task is None and queue:
-                    task = queue.popleft()
-                    try:
-                        worker.connection.send(arguments(task))
-                    except (BrokenPipeError, ConnectionResetError):
-                        # The worker died between tasks: the task goes to its successor.
-                        queue.appendleft(task)
-                        pool.discard(worker)
-                        continue
-                    worker.task, worker.started = task, time.monotonic()
+                if worker.task is None:
+                    _hand_out(pool, worker, queue, arguments)
             busy = [(worker, worker.task) for worker in pool.workers if worker.task is not None]
             if not busy:
                 break
@@ -174,7 +183,10 @@ def run_tasks(
                         outcome = Died(worker.process.exitcode)
                         pool.discard(worker)
                     else:
+                        # The next task first: the worker computes while the caller
+                        # handles this result.
                         worker.task = None
+                        _hand_out(pool, worker, queue, arguments)
                     yield current, outcome
                     continue
                 limit = budget(current)
