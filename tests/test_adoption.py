@@ -258,6 +258,7 @@ def test_watch_runs_again_when_a_file_changes(project: Path) -> None:
     assert second.diagnostics == []
 
 
+@pytest.mark.timeout(60)
 def test_watch_from_the_command_line_until_ctrl_c(project: Path) -> None:
     (project / "t.py").write_text(TRAIN)
     process = subprocess.Popen(
