@@ -1,12 +1,13 @@
-"""The ``amplint`` command: a thin click layer over the engine, modelled on Ruff's CLI.
+"""The ``amplint`` command: commands, options, output selection and exit codes over
+:mod:`amplint.api`, modelled on Ruff's CLI.
 
 Exit codes: 0 nothing found; 1 diagnostics found (for ``fix`` without ``--apply``:
 changes pending); 2 usage, configuration or internal error, or a path that does not
 exist or a file that could not be written; 130 interrupted.
 
 Streams: diagnostics, diffs and the summary go to stdout (or ``--output-file``);
-errors, warnings, ``--verbose`` logs, ``--show-fixes`` and the ``--diff`` summary go to stderr, so
-stdout stays machine-readable for the json/sarif/junit/github formats and ``patch``.
+errors, warnings, ``--verbose`` logs, ``--show-fixes`` and the ``--diff`` summary go to
+stderr, so stdout stays machine-readable for the machine formats and ``patch``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import importlib
 import json
 import os
 import sys
-import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,21 +26,26 @@ from typing import IO, Any
 import click
 
 from amplint import __version__
+from amplint.api import (
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    ConfigError,
+    Mode,
+    ProgressBar,
+    RuleType,
+    RunOptions,
+    RunOutcome,
+    clean_caches,
+    describe_settings,
+    list_files,
+    registry,
+    rule_by_code,
+    run_paths,
+    run_stdin,
+    watch,
+)
 from amplint.diagnostics import Diagnostic
 from amplint.docs import fix_label, render_rule_page, rule_url
-from amplint.engine.config import ConfigError, Settings, resolve_settings, validate_selectors
-from amplint.engine.discovery import discover, is_excluded
-from amplint.engine.progress import progress
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
-from amplint.engine.runner import (
-    FileReport,
-    Job,
-    Mode,
-    default_jobs,
-    process_source,
-    run,
-    write_atomically,
-)
 from amplint.output import (
     FORMATS,
     MACHINE_FORMATS,
@@ -52,13 +56,13 @@ from amplint.output import (
     format_statistics_json,
     render,
 )
+from amplint.output.statistics import statistics_rows
 from amplint.output.style import use_color
-from amplint.output.summary import check_summary, diff_summary, fix_listing
-from amplint.rules import all_rules, rule_by_code
+from amplint.output.summary import add_noqa_summary, check_summary, diff_summary, fix_listing
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-CHECK, DIFF, APPLY = "check", "diff", "apply"
+# Formats `--statistics` can be printed in: a table, or its rows as JSON.
+STATISTICS_FORMATS = ("full", "concise", "json", "json-lines")
 
 
 def _split(values: Sequence[str]) -> tuple[str, ...]:
@@ -79,6 +83,8 @@ class Options:
     select: tuple[str, ...]
     extend_select: tuple[str, ...]
     ignore: tuple[str, ...]
+    per_file_ignores: tuple[str, ...]
+    extend_per_file_ignores: tuple[str, ...]
     exclude: tuple[str, ...]
     extend_exclude: tuple[str, ...]
     force_exclude: bool
@@ -88,6 +94,7 @@ class Options:
     no_cache: bool
     cache_dir: str | None
     jobs: int | None
+    file_timeout: float | None
     stdin_filename: str | None
     output_format: str
     output_file: str | None
@@ -99,6 +106,30 @@ class Options:
     verbose: bool
     unsafe_fixes: bool | None
     show_fixes: bool
+    show_settings: str | None
+    show_files: bool
+    watch: bool
+
+    def run_options(self, mode: Mode) -> RunOptions:
+        return RunOptions(
+            mode=mode,
+            select=_split(self.select) or None,
+            extend_select=_split(self.extend_select),
+            ignore=_split(self.ignore),
+            per_file_ignores=self.per_file_ignores or None,
+            extend_per_file_ignores=self.extend_per_file_ignores,
+            exclude=_split(self.exclude) or None,
+            extend_exclude=_split(self.extend_exclude),
+            force_exclude=True if self.force_exclude else None,
+            respect_gitignore=self.respect_gitignore,
+            unsafe_fixes=self.unsafe_fixes,
+            file_timeout=self.file_timeout,
+            config=self.config,
+            isolated=self.isolated,
+            cache=not self.no_cache,
+            cache_dir=self.cache_dir,
+            jobs=self.jobs,
+        )
 
 
 def _common_options(function: Any) -> Any:
@@ -118,6 +149,19 @@ def _common_options(function: Any) -> Any:
             help="Rules to enable in addition to the selection.",
         ),
         click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
+        click.option(
+            "--per-file-ignores",
+            multiple=True,
+            metavar="PATTERN:CODES",
+            help="Rules to disable in files matching PATTERN (repeatable). Replaces the "
+            "configured per-file-ignores.",
+        ),
+        click.option(
+            "--extend-per-file-ignores",
+            multiple=True,
+            metavar="PATTERN:CODES",
+            help="Like --per-file-ignores, in addition to the configured ones.",
+        ),
         click.option(
             "--exclude",
             multiple=True,
@@ -140,8 +184,8 @@ def _common_options(function: Any) -> Any:
         click.option(
             "--config",
             type=click.Path(dir_okay=False),
-            help="Configuration file to use (pyproject.toml or amplint.toml) instead of "
-            "the one found from the checked path upward.",
+            help="Configuration file to use for every file (pyproject.toml or amplint.toml) "
+            "instead of each file's nearest one.",
         ),
         click.option(
             "--isolated", is_flag=True, help="Ignore every configuration file; use the defaults."
@@ -158,6 +202,13 @@ def _common_options(function: Any) -> Any:
             "--jobs",
             type=click.IntRange(min=1),
             help="Worker processes (default: the number of usable cores).",
+        ),
+        click.option(
+            "--file-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="SECONDS",
+            help="Stop analysing a file after this long and report it as AMP999 "
+            "(default: 60, or the configured file-timeout).",
         ),
         click.option(
             "--stdin-filename",
@@ -216,6 +267,21 @@ def _common_options(function: Any) -> Any:
             is_flag=True,
             help="List the fixes applied (or that --fix would apply), per file and rule.",
         ),
+        click.option(
+            "--show-settings",
+            metavar="FILE",
+            help="Print the settings that apply to FILE (its configuration, rules, "
+            "per-file ignores) and exit.",
+        ),
+        click.option(
+            "--show-files", is_flag=True, help="Print the files that would be checked and exit."
+        ),
+        click.option(
+            "-w",
+            "--watch",
+            is_flag=True,
+            help="Run again whenever a checked file or a configuration file changes.",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -223,7 +289,7 @@ def _common_options(function: Any) -> Any:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="amplint")
+@click.version_option(__version__, "-V", "--version", prog_name="amplint", message="%(prog)s %(version)s")
 def cli() -> None:
     """amplint: find and fix PyTorch automatic mixed precision (AMP) mistakes."""
 
@@ -239,11 +305,16 @@ def cli() -> None:
     is_flag=True,
     help="Print the diff of the fixes instead of applying them (same as `amplint fix`).",
 )
-def check(apply_fixes: bool, show_diff: bool, **kwargs: Any) -> None:
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Silence every current finding with a coded `# noqa` comment on its line.",
+)
+def check(apply_fixes: bool, show_diff: bool, add_noqa: bool, **kwargs: Any) -> None:
     """Report AMP mistakes in PATHS (default: the current directory; '-' reads stdin)."""
-    if apply_fixes and show_diff:
-        raise click.UsageError("--fix and --diff are mutually exclusive")
-    mode = APPLY if apply_fixes else DIFF if show_diff else CHECK
+    if sum((apply_fixes, show_diff, add_noqa)) > 1:
+        raise click.UsageError("--fix, --diff and --add-noqa are mutually exclusive")
+    mode = Mode.APPLY if apply_fixes else Mode.FIX if show_diff else Mode.ADD_NOQA if add_noqa else Mode.CHECK
     sys.exit(_run(Options(**kwargs), mode))
 
 
@@ -258,7 +329,7 @@ def fix(apply_fixes: bool, **kwargs: Any) -> None:
     From stdin ('-'), the fixed source is written to stdout.
     """
     # A stream cannot be patched in place: from stdin, `fix` always prints the fixed source.
-    sys.exit(_run(Options(**kwargs), APPLY if apply_fixes else DIFF, stdin_mode=APPLY))
+    sys.exit(_run(Options(**kwargs), Mode.APPLY if apply_fixes else Mode.FIX, stdin_mode=Mode.APPLY))
 
 
 def _rule_json(rule: RuleType) -> dict[str, object]:
@@ -285,7 +356,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         raise click.UsageError("give a rule code, or --all")
     rules: tuple[RuleType, ...]
     if show_all:
-        rules = all_rules()
+        rules = registry()
     else:
         assert code is not None
         found = rule_by_code(code)
@@ -306,7 +377,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
 )
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, fix availability, and whether it is on by default."""
-    rules = all_rules()
+    rules = registry()
     if output_format == "json":
         click.echo(json.dumps([_rule_json(r) for r in rules], indent=2))
         return
@@ -333,81 +404,34 @@ def doctor() -> None:
 
 @cli.command()
 def version() -> None:
-    """Print amplint's version."""
+    """Print amplint's version (as `amplint --version` does)."""
     click.echo(f"amplint {__version__}")
 
 
-# -- settings --------------------------------------------------------------------------------
+@cli.command()
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="AMPLINT_CACHE_DIR",
+    help="Also remove this cache directory.",
+)
+def clean(cache_dir: str | None) -> None:
+    """Remove amplint's cache directories here and below (and the configured one)."""
+    try:
+        removed, errors = clean_caches(RunOptions(cache_dir=cache_dir))
+    except ConfigError as error:
+        _error(str(error))
+        sys.exit(EXIT_ERROR)
+    for path in removed:
+        click.echo(f"Removed {display_path(path)}")
+    if not removed and not errors:
+        click.echo("No cache to remove.")
+    for message in errors:
+        _error(f"cannot remove {message}")
+    sys.exit(EXIT_ERROR if errors else EXIT_OK)
 
 
-def _reads_stdin(options: Options) -> bool:
-    if options.stdin_filename is not None:
-        for path in options.paths:
-            if path != "-":
-                _warning(f"ignoring {path} in favour of standard input (--stdin-filename)")
-        return True
-    return options.paths == ("-",)
-
-
-def _config_start(options: Options, stdin: bool) -> Path:
-    if stdin:
-        # The named file need not exist (an unsaved editor buffer): its nearest existing
-        # ancestor decides the configuration.
-        candidate = (
-            Path(options.stdin_filename).absolute() if options.stdin_filename else Path.cwd()
-        )
-        return next((p for p in (candidate, *candidate.parents) if p.is_dir()), Path.cwd())
-    candidate = Path(options.paths[0]) if options.paths else Path.cwd()
-    return candidate if candidate.exists() else Path.cwd()
-
-
-def resolve_cli_settings(options: Options, stdin: bool = False) -> Settings:
-    """The configuration file's settings with the command line's on top.
-
-    ``--select`` replaces the configured ``select`` and ``extend-select`` (Ruff's
-    behaviour: "only these rules"); ``--extend-select`` and ``--ignore`` add to the
-    configured lists. Ignores from both apply, so a rule ignored in the configuration
-    needs a more specific selector (or ``--isolated``) to come back.
-    """
-    if options.isolated and options.config:
-        raise click.UsageError("--isolated and --config are mutually exclusive")
-    if options.isolated:
-        settings = Settings(project_root=str(Path.cwd()))
-    else:
-        explicit = Path(options.config) if options.config else None
-        settings = resolve_settings(_config_start(options, stdin), all_rules(), explicit)
-    cli_select = _split(options.select) or None
-    cli_extend = _split(options.extend_select)
-    cli_ignore = _split(options.ignore)
-    validate_selectors((*(cli_select or ()), *cli_extend, *cli_ignore), all_rules())
-    changes: dict[str, Any] = {"ignore": settings.ignore + cli_ignore}
-    if cli_select is not None:
-        changes["select"] = cli_select
-        changes["extend_select"] = cli_extend
-    else:
-        changes["extend_select"] = settings.extend_select + cli_extend
-    if options.exclude:
-        changes["exclude"] = _split(options.exclude)
-    if options.extend_exclude:
-        changes["extend_exclude"] = settings.extend_exclude + _split(options.extend_exclude)
-    if options.force_exclude:
-        changes["force_exclude"] = True
-    if options.respect_gitignore is not None:
-        changes["respect_gitignore"] = options.respect_gitignore
-    if options.unsafe_fixes is not None:
-        changes["unsafe_fixes"] = options.unsafe_fixes
-    if options.cache_dir:
-        # Relative to where the command runs, unlike the configuration's cache-dir.
-        changes["cache_dir"] = os.path.abspath(options.cache_dir)
-    return dataclasses.replace(settings, **changes)
-
-
-def _cache_path(settings: Settings) -> str:
-    path = Path(settings.cache_dir)
-    return str(path if path.is_absolute() else Path(settings.project_root) / path)
-
-
-# -- running ---------------------------------------------------------------------------------
+# -- printing ----------------------------------------------------------------------------------
 
 
 class Printer:
@@ -462,22 +486,57 @@ def _printer(options: Options) -> Iterator[Printer]:
         yield Printer(options, stream)
 
 
-def _run(options: Options, mode: str, stdin_mode: str | None = None) -> int:
+class _Progress(ProgressBar):
+    """The bar, plus the ``--verbose`` line saying how many files there are."""
+
+    def __init__(self, printer: Printer, enabled: bool, label: str) -> None:
+        super().__init__(enabled, label=label)
+        self.printer = printer
+
+    def start(self, total: int) -> None:
+        super().start(total)
+        self.printer.log(f"{total} file(s) to check")
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def _reads_stdin(options: Options) -> bool:
+    if options.stdin_filename is not None:
+        for path in options.paths:
+            if path != "-":
+                _warning(f"ignoring {path} in favour of standard input (--stdin-filename)")
+        return True
+    return options.paths == ("-",)
+
+
+def _run(options: Options, mode: Mode, stdin_mode: Mode | None = None) -> int:
     stdin = _reads_stdin(options)
     if stdin and stdin_mode is not None:
         mode = stdin_mode
+    if options.show_statistics and options.output_format not in STATISTICS_FORMATS:
+        raise click.UsageError(
+            f"--statistics prints a table or JSON: use it with --output-format "
+            f"{', '.join(STATISTICS_FORMATS)}, not {options.output_format}"
+        )
+    if mode is Mode.ADD_NOQA and (stdin or options.watch):
+        raise click.UsageError("--add-noqa changes files: give paths, not stdin or --watch")
+    if options.watch and stdin:
+        raise click.UsageError("--watch needs paths, not stdin")
     try:
-        settings = resolve_cli_settings(options, stdin)
+        if options.show_settings is not None:
+            return _show_settings(options, mode)
+        if options.show_files:
+            return _show_files(options, mode)
+        with _printer(options) as printer:
+            if options.watch:
+                return _watch(options, mode, printer)
+            if stdin:
+                return _run_stdin(options, mode, printer)
+            return _run_paths(options, mode, printer)
     except ConfigError as error:
         _error(str(error))
         return EXIT_ERROR
-    try:
-        with _printer(options) as printer:
-            printer.log(f"configuration: {settings.config_path or 'none found, using defaults'}")
-            printer.log(f"rules: {', '.join(r.code for r in settings.enabled_rules(all_rules())) or 'none'}")
-            if stdin:
-                return _run_stdin(options, settings, mode, printer)
-            return _run_paths(options, settings, mode, printer)
     except _OutputFileError as error:
         _error(f"cannot write {options.output_file}: {error}")
         return EXIT_ERROR
@@ -486,24 +545,92 @@ def _run(options: Options, mode: str, stdin_mode: str | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _job(settings: Settings, mode: str) -> Job:
-    return Job(
-        Mode.CHECK if mode == CHECK else Mode.FIX, settings, all_rules(), unsafe_fixes=settings.unsafe_fixes
-    )
+def _engine_mode(options: Options, mode: Mode, printer: Printer) -> Mode:
+    # `fix` shows its changes as a diff, a human format: asked for a machine format or
+    # statistics, it reports the findings (with their fixes) as `check` does.
+    if mode is Mode.FIX and (printer.machine or options.show_statistics):
+        return Mode.CHECK
+    return mode
 
 
-def _run_stdin(options: Options, settings: Settings, mode: str, printer: Printer) -> int:
-    name = options.stdin_filename or "-"
+def _log_configuration(options: Options, mode: Mode, printer: Printer) -> None:
+    if not options.verbose:
+        return
+    described = describe_settings(".", options.run_options(mode))
+    printer.log(f"configuration: {described['config_file'] or 'none found, using defaults'}")
+    rules = described["enabled_rules"]
+    assert isinstance(rules, list)
+    printer.log(f"rules: {', '.join(rules) or 'none'}")
+
+
+def _run_paths(options: Options, mode: Mode, printer: Printer) -> int:
+    _log_configuration(options, mode, printer)
+    engine_mode = _engine_mode(options, mode, printer)
+    # A person at a terminal sees progress on long runs; scripts and machine formats never do.
+    show = not (printer.machine or options.quiet or options.silent or options.verbose)
+    label = "Fixing" if mode is Mode.APPLY else "Checking"
+    with _Progress(printer, show, label) as bar:
+        outcome = run_paths(options.paths, options.run_options(engine_mode), progress=bar)
+    printer.log(f"checked {len(outcome.checked)} file(s) in {outcome.elapsed:.2f}s")
+    return _report(options, mode, outcome, printer)
+
+
+def _run_stdin(options: Options, mode: Mode, printer: Printer) -> int:
+    _log_configuration(options, mode, printer)
     data = sys.stdin.buffer.read()
-    if options.stdin_filename and settings.force_exclude and is_excluded(name, settings):
-        printer.log(f"{name} is excluded; passing it through unchanged")
-        if mode == APPLY:
+    outcome = run_stdin(data, options.stdin_filename, options.run_options(_engine_mode(options, mode, printer)))
+    if outcome.excluded:
+        printer.log(f"{options.stdin_filename} is excluded; passing it through unchanged")
+        if mode is Mode.APPLY:
             _write_stdout_bytes(data)
         return EXIT_OK
-    report = process_source(name, data, _job(settings, mode))
-    if mode == APPLY:
-        return _fix_stdin(options, settings, report, data)
-    return _finish(options, settings, [report], [name], mode, printer, failed=False)
+    if mode is Mode.APPLY:
+        return _fix_stdin(options, outcome, data)
+    return _report(options, mode, outcome, printer)
+
+
+def _watch(options: Options, mode: Mode, printer: Printer) -> int:
+    show = not (printer.machine or options.quiet or options.silent or options.verbose)
+    if not options.silent:
+        click.echo("Watching for file changes (Ctrl-C to stop).", err=True)
+
+    def report(result: RunOutcome | ConfigError) -> None:
+        bar.clear()
+        if isinstance(result, ConfigError):
+            _error(str(result))
+        else:
+            _report(options, mode, result, printer)
+        if not options.silent:
+            click.echo("Watching for file changes.", err=True)
+
+    with _Progress(printer, show, "Checking") as bar:
+        watch(options.paths, options.run_options(_engine_mode(options, mode, printer)), report, progress=bar)
+    return EXIT_OK
+
+
+def _show_settings(options: Options, mode: Mode) -> int:
+    assert options.show_settings is not None
+    described = describe_settings(options.show_settings, options.run_options(mode))
+    if options.output_format in ("json", "json-lines"):
+        click.echo(json.dumps(described, indent=2))
+        return EXIT_OK
+    for key, value in described.items():
+        click.echo(f"{key.replace('_', '-')} = {json.dumps(value)}")
+    return EXIT_OK
+
+
+def _show_files(options: Options, mode: Mode) -> int:
+    listing = list_files(options.paths, options.run_options(mode))
+    for message in listing.warnings:
+        _warning(message)
+    for message in listing.errors:
+        _error(message)
+    if options.output_format in ("json", "json-lines"):
+        click.echo(json.dumps([os.path.abspath(path) for path in listing.files], indent=2))
+    else:
+        for path in listing.files:
+            click.echo(display_path(path))
+    return EXIT_ERROR if listing.errors else EXIT_OK
 
 
 def _write_stdout_bytes(data: bytes) -> None:
@@ -512,64 +639,19 @@ def _write_stdout_bytes(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _fix_stdin(options: Options, settings: Settings, report: FileReport, data: bytes) -> int:
+def _fix_stdin(options: Options, outcome: RunOutcome, data: bytes) -> int:
     # Like Ruff: the fixed source goes to stdout, what remains to stderr.
+    (report,) = outcome.reports
     _write_stdout_bytes(report.fixed if report.fixed is not None else data)
-    _report_fix_failures([report])
-    remaining = sorted(report.diagnostics, key=lambda d: d.sort_key)
+    _print_problems(options, outcome)
+    remaining = outcome.diagnostics
     if remaining and not options.silent:
         items = [Sourced(_shown(d, options.verbose), report.new_text) for d in remaining]
-        click.echo(render("concise", items, unsafe=settings.unsafe_fixes), err=True, nl=False)
+        text_format = options.output_format not in MACHINE_FORMATS
+        rendered = render("concise" if text_format else options.output_format, items, unsafe=outcome.unsafe_fixes)
+        click.echo(rendered, err=True, nl=False)
     fixed = sum(report.fixes_applied.values()) if report.fixed is not None else 0
-    return _exit_code(options, APPLY, remaining, fixed=fixed, pending=False, failed=False)
-
-
-def _run_paths(options: Options, settings: Settings, mode: str, printer: Printer) -> int:
-    paths = options.paths or (".",)
-    found = discover(paths, settings)
-    for message in found.errors:
-        _error(message)
-    if not found.files and not found.errors and not options.silent:
-        _warning("no Python files found under the given path(s)")
-    files = [str(path) for path in found.files]
-    printer.log(f"{len(files)} file(s) to check")
-    cache_dir = None if options.no_cache else _cache_path(settings)
-    jobs = options.jobs or default_jobs()
-    started = time.perf_counter()
-    reports: list[FileReport] = []
-    write_failed = False
-    # A person at a terminal sees progress on long runs; scripts and machine formats never do.
-    show_progress = not (printer.machine or options.quiet or options.silent or options.verbose)
-    label = "Fixing" if mode == APPLY else "Checking"
-    results = run(files, _job(settings, mode), jobs=jobs, cache_dir=cache_dir)
-    for report in progress(results, total=len(files), enabled=show_progress, label=label):
-        reports.append(report)
-        if not options.silent:
-            for warning in report.warnings:
-                _warning(f"{display_path(report.path)}: {warning}")
-        if mode == APPLY and report.fixed is not None and report.original is not None:
-            problem = write_atomically(report.path, report.original, report.fixed)
-            if problem is None:
-                report.written = True
-            else:
-                report.write_error = problem
-                write_failed = True
-                _error(f"{display_path(report.path)}: {problem}")
-        if not report.diagnostics and (report.fixed is None or mode == APPLY):
-            # Nothing will quote this file's text again: memory stays bounded by the
-            # findings, not by the size of the tree.
-            report.original = None
-            report.old_text = report.new_text = ""
-    printer.log(f"checked {len(reports)} file(s) in {time.perf_counter() - started:.2f}s")
-    return _finish(
-        options,
-        settings,
-        reports,
-        files,
-        mode,
-        printer,
-        failed=bool(found.errors) or write_failed,
-    )
+    return _exit_code(options, Mode.APPLY, outcome, fixed=fixed, pending=False)
 
 
 def _shown(diagnostic: Diagnostic, verbose: bool) -> Diagnostic:
@@ -579,103 +661,105 @@ def _shown(diagnostic: Diagnostic, verbose: bool) -> Diagnostic:
     return dataclasses.replace(diagnostic, detail=None)
 
 
-def _report_fix_failures(reports: Sequence[FileReport]) -> None:
-    for report in reports:
-        for failure in report.fix_failures:
-            where = f"{display_path(report.path)}:{failure.row}:{failure.column}"
-            code = f" {failure.code}" if failure.code else ""
-            _error(f"{where}:{code} fix not applied: {failure.message}")
+def _print_problems(options: Options, outcome: RunOutcome) -> None:
+    """Run errors, write errors, fixes not applied and warnings, on stderr."""
+    if not options.silent:
+        for message in outcome.warnings:
+            _warning(message)
+        for path, message in outcome.file_warnings:
+            _warning(f"{display_path(path)}: {message}")
+    for message in outcome.errors:
+        _error(message)
+    for path, problem in outcome.write_errors:
+        _error(f"{display_path(path)}: {problem}")
+    for path, row, column, code, message in outcome.fix_failures:
+        _error(f"{display_path(path)}:{row}:{column}:{f' {code}' if code else ''} fix not applied: {message}")
 
 
-def _finish(
-    options: Options,
-    settings: Settings,
-    reports: Sequence[FileReport],
-    files: Sequence[str],
-    mode: str,
-    printer: Printer,
-    *,
-    failed: bool,
-) -> int:
-    unsafe = settings.unsafe_fixes
-    diagnostics = sorted((d for r in reports for d in r.diagnostics), key=lambda d: d.sort_key)
-    _report_fix_failures(reports)
+def _statistics(options: Options, diagnostics: Sequence[Diagnostic], unsafe: bool) -> str:
+    if options.output_format == "json":
+        return format_statistics_json(diagnostics, unsafe)
+    if options.output_format == "json-lines":
+        return "".join(json.dumps(row) + "\n" for row in statistics_rows(diagnostics, unsafe))
+    return format_statistics(diagnostics, unsafe)
 
-    if mode == DIFF:
-        changed = [r for r in reports if r.fixed is not None]
+
+def _report(options: Options, mode: Mode, outcome: RunOutcome, printer: Printer) -> int:
+    _print_problems(options, outcome)
+    unsafe = outcome.unsafe_fixes
+    diagnostics = outcome.diagnostics
+    not_checked = len(outcome.errors)
+    not_written = len(outcome.write_errors)
+
+    if mode is Mode.FIX and outcome.mode is Mode.FIX:
+        changed = outcome.changed
         printer.out("".join(r.diff() for r in changed))
         # A diff cannot show that a file could not be analysed at all; say it aside.
         for d in diagnostics:
             if d.code in (PARSE_ERROR, INTERNAL_ERROR) and not options.silent:
                 where = f"{display_path(d.path)}:{d.location.row}:{d.location.column}"
                 _warning(f"{where}: {d.code} {d.message}")
-        would_fix = sum(sum(r.fixes_applied.values()) for r in changed)
         if not options.quiet and not options.silent:
-            click.echo(diff_summary(would_fix, diagnostics, unsafe), err=True)
+            click.echo(diff_summary(outcome.would_fix, diagnostics, unsafe, not_checked=not_checked), err=True)
         if options.show_fixes and not options.silent:
-            listing = fix_listing("Would fix", [(r.path, r.fixes_applied) for r in changed])
-            click.echo(listing, err=True, nl=False)
-        return _exit_code(options, mode, diagnostics, fixed=0, pending=bool(changed), failed=failed)
+            click.echo(fix_listing("Would fix", outcome.fixes_by_file(changed)), err=True, nl=False)
+        return _exit_code(options, mode, outcome, fixed=0, pending=bool(changed))
 
-    written = [r for r in reports if r.written]
-    fixed = sum(sum(r.fixes_applied.values()) for r in written)
-    # Remaining diagnostics of a written file point into its new text.
-    texts = {r.path: r.new_text if r.written else r.old_text for r in reports}
-    items = [Sourced(_shown(d, options.verbose), texts.get(d.path, "")) for d in diagnostics]
+    items = [Sourced(_shown(d, options.verbose), outcome.text_of(d.path)) for d in diagnostics]
     if options.show_statistics:
-        if options.output_format == "json":
-            printer.out(format_statistics_json(diagnostics, unsafe))
-        else:
-            printer.out(format_statistics(diagnostics, unsafe))
+        printer.out(_statistics(options, diagnostics, unsafe))
     elif items or printer.machine:
         printer.out(
             render(
                 options.output_format,
                 items,
                 unsafe=unsafe,
-                checked=files,
+                checked=outcome.checked,
                 style=printer.style,
-                successful=not any(d.code == INTERNAL_ERROR for d in diagnostics),
+                successful=not outcome.internal_error and not outcome.failed,
             )
         )
+    if mode is Mode.ADD_NOQA:
+        printer.summary(add_noqa_summary(outcome.noqa_added, len(diagnostics), not_checked=not_checked, not_written=not_written))
+        return _exit_code(options, mode, outcome, fixed=0, pending=False)
     if options.show_fixes:
-        if mode == APPLY:
-            printer.note(fix_listing("Fixed", [(r.path, r.fixes_applied) for r in written]))
+        if mode is Mode.APPLY:
+            printer.note(fix_listing("Fixed", outcome.fixes_by_file(outcome.written)))
         else:
-            available = [
-                (r.path, Counter(d.code for d in r.diagnostics if d.fixable_with(unsafe)))
-                for r in reports
-            ]
-            printer.note(fix_listing("`--fix` would fix", available))
-    printer.summary(check_summary(diagnostics, fixed=fixed, unsafe=unsafe, applied=mode == APPLY))
-    return _exit_code(options, mode, diagnostics, fixed=fixed, pending=False, failed=failed)
+            printer.note(fix_listing("`--fix` would fix", outcome.fixable_by_file()))
+    if mode is Mode.FIX:
+        # `fix` with a machine format or statistics: changes pending = anything fixable.
+        return _exit_code(options, mode, outcome, fixed=0, pending=outcome.fixable > 0)
+    printer.summary(
+        check_summary(
+            diagnostics,
+            fixed=outcome.fixed,
+            unsafe=unsafe,
+            applied=mode is Mode.APPLY,
+            not_checked=not_checked,
+            not_written=not_written,
+        )
+    )
+    return _exit_code(options, mode, outcome, fixed=outcome.fixed, pending=False)
 
 
-def _exit_code(
-    options: Options,
-    mode: str,
-    remaining: Sequence[Diagnostic],
-    *,
-    fixed: int,
-    pending: bool,
-    failed: bool,
-) -> int:
-    if any(d.code == INTERNAL_ERROR for d in remaining):
+def _exit_code(options: Options, mode: Mode, outcome: RunOutcome, *, fixed: int, pending: bool) -> int:
+    if outcome.internal_error:
         if not options.silent:
             _error(
                 "amplint hit an internal error (AMP999); rerun with --verbose for the "
                 "traceback, and please report it"
             )
         return EXIT_ERROR
-    if failed:
+    if outcome.failed:
         return EXIT_ERROR
-    if options.exit_zero:
+    if options.exit_zero or mode is Mode.ADD_NOQA:
         return EXIT_OK
-    if mode == DIFF:
+    if mode is Mode.FIX:
         return EXIT_FOUND if pending else EXIT_OK
     if options.exit_non_zero_on_fix and fixed:
         return EXIT_FOUND
-    return EXIT_FOUND if remaining else EXIT_OK
+    return EXIT_FOUND if outcome.diagnostics else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

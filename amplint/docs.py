@@ -8,6 +8,7 @@ test fails when they are stale.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
 from pathlib import Path
@@ -15,7 +16,11 @@ from pathlib import Path
 from amplint.engine.rule import FixAvailability, RuleType
 from amplint.rules import all_rules
 
-PAGES_URL = "https://github.com/amplint/amplint/blob/main/rules"
+# Where rule pages are published, if anywhere: rule links in JSON and SARIF output are
+# made from it (``$AMPLINT_DOCS_URL/AMP001.md``); without it they are the pages' paths
+# in this repository (``rules/AMP001.md``).
+DOCS_URL_VARIABLE = "AMPLINT_DOCS_URL"
+PAGES_PATH = "rules"
 TABLE_START = "<!-- rules-table:start -->"
 TABLE_END = "<!-- rules-table:end -->"
 
@@ -26,8 +31,22 @@ _FIX_TEXT = {
 }
 
 
+def docs_base_url() -> str | None:
+    """The configured base URL of the rule pages (``AMPLINT_DOCS_URL``), if any."""
+    base = os.environ.get(DOCS_URL_VARIABLE, "").strip()
+    return base.rstrip("/") or None
+
+
 def rule_url(code: str) -> str:
-    return f"{PAGES_URL}/{code}.md"
+    """The rule's page: under the configured base URL, else its path in this repository."""
+    base = docs_base_url()
+    return f"{base}/{code}.md" if base else f"{PAGES_PATH}/{code}.md"
+
+
+def rule_help_uri(code: str) -> str | None:
+    """The rule's page as an absolute URI (for formats that need one), or None."""
+    base = docs_base_url()
+    return f"{base}/{code}.md" if base and "://" in base else None
 
 
 def fix_label(rule: RuleType) -> str:

@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "amplint.notebook": ENGINE | {"amplint.notebook"},
     "amplint.api": RULES | OUTPUT | {"amplint.notebook", "amplint.api"},
     # The CLI is commands, options and exit codes over the library API.
-    "amplint.cli": OUTPUT | {"amplint.api", "amplint.cli", "amplint.runtime.doctor", "amplint.engine", "amplint.rules"},
+    "amplint.cli": BASE | {"amplint.api", "amplint.output", "amplint.docs", "amplint.cli", "amplint.runtime.doctor"},
     "amplint.server": BASE | {"amplint.api", "amplint.docs", "amplint.server"},
     # The runtime helpers stand alone: they ship to users' training code.
     "amplint.runtime": {"amplint.runtime"},

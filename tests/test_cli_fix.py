@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from amplint import cli as cli_module
+from amplint import api as api_module
 from amplint.cli import cli
 
 TRAIN = "import torch\nscaler = torch.cuda.amp.GradScaler()\nd = torch.get_autocast_gpu_dtype()\n"
@@ -159,24 +159,33 @@ def test_show_fixes_lists_per_file_and_rule(project: Path) -> None:
     assert err == "Fixed 4 errors:\n" + listing
 
 
-def test_a_file_that_cannot_be_written_is_an_error(
+def test_a_file_that_cannot_be_written_is_an_error_and_keeps_its_findings(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (project / "other.py").write_text(TRAIN)
-    real = cli_module.write_atomically  # type: ignore[attr-defined]
+    real = api_module.write_atomically  # type: ignore[attr-defined]
 
     def refuse_train(path: str, original: bytes, data: bytes) -> str | None:
         if Path(path).name == "train.py":
             return "file is read-only; not written"
         return real(path, original, data)
 
-    monkeypatch.setattr(cli_module, "write_atomically", refuse_train)
+    monkeypatch.setattr(api_module, "write_atomically", refuse_train)
     code, out, err = invoke("fix", "--apply", "--output-format", "concise", ".")
     assert code == 2
     assert err == "error: train.py: file is read-only; not written\n"
     assert (project / "train.py").read_text() == TRAIN
     assert (project / "other.py").read_text() == TRAIN_FIXED
-    assert out.endswith("Found 2 errors (2 fixed, 0 remaining).\n")
+    # The unwritten file's findings are reported as a check would report them.
+    assert out == (
+        "train.py:2:10: AMP001 [*] `torch.cuda.amp.GradScaler(...)` is deprecated; "
+        'use `torch.amp.GradScaler("cuda", ...)`\n'
+        "train.py:3:5: AMP002 [*] `torch.get_autocast_gpu_dtype()` is deprecated; "
+        'use `torch.get_autocast_dtype("cuda")`\n'
+        "Found 4 errors (2 fixed, 2 remaining).\n"
+        "[*] 2 fixable with the `--fix` option.\n"
+        "1 file could not be written.\n"
+    )
 
 
 def test_line_endings_encoding_and_bom_survive(project: Path) -> None:

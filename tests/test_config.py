@@ -303,26 +303,18 @@ def test_per_file_ignores_match_paths_from_the_project_root(project: Path) -> No
     assert found == {("train.py", "AMP001")}
 
 
-def test_cli_cache_dir_is_relative_to_the_current_directory(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from amplint import cli as cli_module
+def test_cli_cache_dir_is_relative_to_the_current_directory(project: Path) -> None:
+    def caches() -> set[str]:
+        return {p.parent.relative_to(project).as_posix() for p in project.rglob("CACHEDIR.TAG")}
 
-    seen: list[str | None] = []
-    real_run = cli_module.run  # type: ignore[attr-defined]
-
-    def spy(*args: object, **kwargs: object) -> object:
-        seen.append(kwargs.get("cache_dir"))  # type: ignore[arg-type]
-        return real_run(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(cli_module, "run", spy)
     (project / "sub").mkdir()
+    (project / "sub" / "train.py").write_text(DEPRECATED)
     (project / "sub" / "amplint.toml").write_text('cache-dir = "cache-here"\n')
-    CliRunner().invoke(cli, ["check", "sub"])
-    CliRunner().invoke(cli, ["check", "--cache-dir", "elsewhere", "sub"])
     CliRunner().invoke(cli, ["check", "--no-cache", "sub"])
-    assert seen == [
-        str(project / "sub" / "cache-here"),
-        str(project / "elsewhere"),
-        None,
-    ]
+    assert caches() == set()
+    # The configuration's cache-dir is relative to the configuration's directory...
+    CliRunner().invoke(cli, ["check", "sub"])
+    assert caches() == {"sub/cache-here"}
+    # ...the command line's to the directory the command runs in.
+    CliRunner().invoke(cli, ["check", "--cache-dir", "elsewhere", "sub"])
+    assert caches() == {"sub/cache-here", "elsewhere"}

@@ -42,6 +42,7 @@ def scaler_fix(applicability: Applicability = Applicability.SAFE) -> Fix:
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.delenv("AMPLINT_DOCS_URL", raising=False)
 
 
 # -- concise and full ------------------------------------------------------------------------
@@ -258,7 +259,7 @@ def test_json_is_ruffs_schema(tmp_path: Path) -> None:
         "location": {"row": 3, "column": 10},
         "message": "deprecated",
         "noqa_row": 3,
-        "url": "https://github.com/amplint/amplint/blob/main/rules/AMP001.md",
+        "url": "rules/AMP001.md",
     }
 
 

@@ -23,7 +23,7 @@ from amplint.output.gitlab import flagged_text, format_gitlab
 from amplint.output.rdjson import byte_column, format_rdjson
 
 DATA = Path(__file__).parent / "data"
-RULES = "https://github.com/amplint/amplint/blob/main/rules"
+RULES = "rules"  # rule links are repository paths unless AMPLINT_DOCS_URL is set
 
 SOURCE = "import torch\nscaler = torch.cuda.amp.GradScaler()\nloss = model(x)\n"
 # Column 16 of line 2 is the "t" of torch, after 15 characters that take 16 UTF-8 bytes.
@@ -344,7 +344,7 @@ def test_rdjson_document_structure() -> None:
     document = json.loads(format_rdjson(sample()))
     replacement = 'torch.amp.GradScaler("cuda")'
     assert document == {
-        "source": {"name": "amplint", "url": "https://github.com/amplint/amplint"},
+        "source": {"name": "amplint"},
         "severity": "ERROR",
         "diagnostics": [
             {

@@ -1,5 +1,6 @@
-"""The hooks in ``.pre-commit-hooks.yaml``, run by real pre-commit from a throwaway git
-repository, the way a user's ``.pre-commit-config.yaml`` would run them.
+"""The hooks in ``.pre-commit-hooks.yaml``, and the README's ``repo: local`` snippet, run by
+real pre-commit from a throwaway git repository, the way a user's
+``.pre-commit-config.yaml`` would run them.
 
 pre-commit installs amplint into an environment of its own with pip, so this test
 needs the package index (or pip's cache); when pip cannot reach it the test is
@@ -9,9 +10,11 @@ skipped, while any other installation failure fails it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -72,7 +75,7 @@ def test_hook_definitions() -> None:
     assert set(hooks) == {"amplint", "amplint-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is False
         # pre-commit names files explicitly; exclusions must still apply to them.
         assert "--force-exclude" in hook["entry"].split()
@@ -80,11 +83,7 @@ def test_hook_definitions() -> None:
     assert hooks["amplint-fix"]["entry"].split()[:3] == ["amplint", "fix", "--apply"]
 
 
-def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
-    source = tmp_path / "amplint-src"
-    source.mkdir()
-    sha = snapshot_of_this_checkout(source)
-
+def make_project(tmp_path: Path, config: Mapping[str, object]) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     git(project, "init", "-q")
@@ -94,27 +93,18 @@ def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
     (project / "notes.txt").write_text(BAD)  # not Python: pre-commit must not pass it
     (project / "build").mkdir()
     (project / "build" / "gen.py").write_text(BAD)  # excluded by default, even when named
-    (project / ".pre-commit-config.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "repos": [
-                    {
-                        "repo": str(source),
-                        "rev": sha,
-                        "hooks": [{"id": "amplint"}, {"id": "amplint-fix"}],
-                    }
-                ]
-            }
-        )
-    )
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "start")
+    return project
 
+
+def runner(tmp_path: Path, project: Path) -> Callable[[str], subprocess.CompletedProcess[str]]:
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "NO_COLOR": "1"}
     env.pop("AMPLINT_OUTPUT_FORMAT", None)
 
     def pre_commit(hook: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        result = subprocess.run(
             [sys.executable, "-m", "pre_commit", "run", hook, "--all-files", "--color", "never"],
             cwd=project,
             capture_output=True,
@@ -122,14 +112,26 @@ def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
             env=env,
             timeout=600,
         )
+        if result.returncode == 3:  # pre-commit's own failure: installing the environment
+            log = tmp_path / "pre-commit-home" / "pre-commit.log"
+            details = result.stdout + result.stderr + (log.read_text() if log.exists() else "")
+            if any(marker in details for marker in NETWORK_TROUBLE):
+                pytest.skip("pip could not reach the package index to install the hook")
+            pytest.fail(f"pre-commit could not install amplint:\n{details}")
+        return result
+
+    return pre_commit
+
+
+def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
+    source = tmp_path / "amplint-src"
+    source.mkdir()
+    sha = snapshot_of_this_checkout(source)
+    config = {"repos": [{"repo": str(source), "rev": sha, "hooks": [{"id": "amplint"}, {"id": "amplint-fix"}]}]}
+    project = make_project(tmp_path, config)
+    pre_commit = runner(tmp_path, project)
 
     check = pre_commit("amplint")
-    if check.returncode == 3:  # pre-commit's own failure: installing the environment
-        log = tmp_path / "pre-commit-home" / "pre-commit.log"
-        details = check.stdout + check.stderr + (log.read_text() if log.exists() else "")
-        if any(marker in details for marker in NETWORK_TROUBLE):
-            pytest.skip("pip could not reach the package index to install the hook")
-        pytest.fail(f"pre-commit could not install amplint:\n{details}")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "bad.py:2:5: AMP002" in check.stdout
     assert "stub.pyi:2:5: AMP002" in check.stdout
@@ -148,3 +150,37 @@ def test_hooks_run_by_pre_commit(tmp_path: Path) -> None:
     again = pre_commit("amplint")
     assert again.returncode == 0, again.stdout + again.stderr
     assert pre_commit("amplint-fix").returncode == 0
+
+
+def readme_local_hook() -> dict[str, object]:
+    """The README's ``repo: local`` pre-commit configuration, exactly as written there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)]
+    (config,) = [block for block in blocks if block["repos"][0]["repo"] == "local"]
+    assert isinstance(config, dict)
+    return config
+
+
+def test_the_readme_local_hook_runs_with_pre_commit(tmp_path: Path) -> None:
+    source = tmp_path / "amplint-src"
+    source.mkdir()
+    snapshot_of_this_checkout(source)
+    config = readme_local_hook()
+    (hook,) = config["repos"][0]["hooks"]  # type: ignore[index]
+    # The README names a placeholder for where amplint comes from; here, this checkout.
+    (dependency,) = hook["additional_dependencies"]
+    assert dependency.startswith("amplint @ git+")
+    hook["additional_dependencies"] = [str(source)]
+    project = make_project(tmp_path, config)
+    pre_commit = runner(tmp_path, project)
+
+    check = pre_commit("amplint")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "bad.py:2:5: AMP002" in check.stdout
+    assert "stub.pyi:2:5: AMP002" in check.stdout
+    assert "good.py" not in check.stdout
+    assert "notes.txt" not in check.stdout
+    assert "gen.py" not in check.stdout
+    (project / "bad.py").write_text(GOOD)
+    (project / "stub.pyi").write_text(GOOD)
+    assert pre_commit("amplint").returncode == 0

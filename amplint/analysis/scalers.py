@@ -18,7 +18,7 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
-from amplint.analysis.torch_api import GRAD_SCALERS, RUNTIME_SCALERS
+from amplint.analysis.torch_api import GRAD_SCALERS, RUNTIME_GRAD_SCALERS, RUNTIME_SCALING
 from amplint.analysis.training import TrainingAnalysis, is_scaler_name
 from amplint.analysis.tree import Tree
 
@@ -58,7 +58,7 @@ class ScalerAnalysis:
         if not isinstance(node, cst.Call):
             return False
         qualified = self.names.resolve(node.func)
-        return qualified in GRAD_SCALERS or qualified in RUNTIME_SCALERS
+        return qualified in GRAD_SCALERS or qualified in RUNTIME_GRAD_SCALERS
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:
@@ -105,6 +105,8 @@ class ScalerAnalysis:
         NativeScaler protocol, as in DeiT, ConvNeXt and MAE)?"""
         if self.constructions:
             return True
+        if any(self.names.resolve(call.func) in RUNTIME_SCALING for call in self.tree.index.calls):
+            return True  # amplint.runtime.MixedPrecision scales in its own backward
         for call in self.tree.index.calls:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "scale":

@@ -103,15 +103,12 @@ MODERN_CUSTOM_AUTOGRAD = spellings(CUSTOM_FWD, deprecated=False) | spellings(CUS
 RUNTIME_AUTOCASTS = frozenset({"amplint.runtime.autocast", "amplint.runtime._amp.autocast"})
 RUNTIME_AUTOCAST_ORDER = ("device", "dtype", "enabled", "cache_enabled")
 RUNTIME_DTYPES = frozenset({"bfloat16", "float16"})
-RUNTIME_SCALERS = frozenset(
-    {
-        "amplint.runtime.grad_scaler",
-        "amplint.runtime._amp.grad_scaler",
-        "amplint.runtime.MixedPrecision",
-        "amplint.runtime._precision.MixedPrecision",
-    }
+# grad_scaler() returns a torch GradScaler (the scale/step/update protocol applies);
+# MixedPrecision scales inside its own backward/step.
+RUNTIME_GRAD_SCALERS = frozenset({"amplint.runtime.grad_scaler", "amplint.runtime._amp.grad_scaler"})
+RUNTIME_SCALING = RUNTIME_GRAD_SCALERS | frozenset(
+    {"amplint.runtime.MixedPrecision", "amplint.runtime._precision.MixedPrecision"}
 )
-
 
 def is_modern_amp(name: str) -> bool:
     """Does ``name`` spell the current API (``torch.amp.*`` or a top-level alias)? Code that

@@ -284,3 +284,45 @@ def _write_atomically(target: Path, content: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
+
+
+# -- amplint clean -----------------------------------------------------------------------------
+
+# Never walked into while looking for caches to remove.
+_CLEAN_SKIP = frozenset({".git", ".hg", ".svn", "node_modules"})
+
+
+def is_cache_directory(path: Path) -> bool:
+    """Whether ``path`` is a cache amplint made (its CACHEDIR.TAG says so)."""
+    try:
+        return path.is_dir() and not path.is_symlink() and "created by amplint" in (path / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def find_caches(root: Path, also: Sequence[Path] = ()) -> list[Path]:
+    """amplint's cache directories under ``root`` (symbolic links not followed) and among
+    ``also``; only directories amplint created are returned, so nothing else is removed."""
+    found: dict[Path, None] = {}
+    for candidate in also:
+        if is_cache_directory(candidate):
+            found[candidate.absolute()] = None
+    for directory, subdirectories, _ in os.walk(root):
+        kept = []
+        for name in sorted(subdirectories):
+            path = Path(directory) / name
+            if is_cache_directory(path):
+                found[path.absolute()] = None
+            elif name not in _CLEAN_SKIP and not path.is_symlink():
+                kept.append(name)
+        subdirectories[:] = kept
+    return list(found)
+
+
+def remove_cache(path: Path) -> str | None:
+    """Remove one cache directory; the reason it could not be, or None."""
+    try:
+        shutil.rmtree(path)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None

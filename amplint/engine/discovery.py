@@ -3,20 +3,22 @@
 Directories are walked without following symbolic links to directories (no loops);
 inside a git repository, ``.gitignore`` files from the repository root down are
 honoured; ``exclude`` and ``extend-exclude`` are gitignore-style patterns relative to
-the project root. A file named explicitly is always checked unless ``force_exclude``
-is set.
+the project root. Each directory is walked with the settings of its nearest
+configuration file (a subproject's own exclusions hold inside it). A file named
+explicitly is always checked unless ``force_exclude`` is set. A directory that cannot
+be read is reported as a warning, never skipped silently.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
 
-from amplint.engine.config import Settings
+from amplint.engine.config import ConfigResolver, Settings
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -25,6 +27,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 class Discovery:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # paths that do not exist etc.
+    warnings: list[str] = field(default_factory=list)  # directories that cannot be read
 
 
 def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
@@ -96,28 +99,55 @@ class _Ignorer:
         return self._chains[directory]
 
 
-def _walk(directory: Path, ignorer: _Ignorer) -> Iterator[Path]:
-    try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except OSError:
-        return
-    for entry in entries:
-        path = Path(entry.path)
+class _Walker:
+    """Walks directories with the ignorer of each directory's settings."""
+
+    def __init__(self, settings_for: Callable[[Path], Settings], result: Discovery) -> None:
+        self.settings_for = settings_for
+        self.result = result
+        self._ignorers: dict[tuple[int, Path | None], tuple[Settings, _Ignorer]] = {}
+
+    def ignorer(self, directory: Path, anchor: Path | None = None) -> _Ignorer:
+        """The ignorer for entries of ``directory`` (excluded patterns below ``anchor`` only)."""
+        settings = self.settings_for(directory)
+        key = (id(settings), anchor)
+        if key not in self._ignorers:
+            # The settings are kept with it, so that their id is not reused.
+            self._ignorers[key] = (settings, _Ignorer(settings, anchor))
+        return self._ignorers[key][1]
+
+    def walk(self, directory: Path, anchor: Path | None) -> Iterator[Path]:
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file(follow_symlinks=True)
-        except OSError:
-            continue
-        if is_dir:
-            if not ignorer.excluded(path.absolute(), is_dir=True):
-                yield from _walk(path, ignorer)
-        elif is_file and path.suffix in PYTHON_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
-            yield path
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as error:
+            self.result.warnings.append(f"{directory}: cannot read directory: {error.strerror or error}; skipped")
+            return
+        ignorer = self.ignorer(directory.absolute(), anchor)
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=True)
+            except OSError:
+                continue
+            if is_dir:
+                if not ignorer.excluded(path.absolute(), is_dir=True):
+                    yield from self.walk(path, anchor)
+            elif is_file and path.suffix in PYTHON_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
+                yield path
 
 
-def discover(paths: Sequence[str], settings: Settings) -> Discovery:
-    ignorer = _Ignorer(settings)
+def _settings_function(settings: Settings | ConfigResolver) -> Callable[[Path], Settings]:
+    if isinstance(settings, Settings):
+        return lambda directory: settings
+    return settings.for_directory
+
+
+def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Discovery:
+    """The files to check under ``paths``, with one ``Settings`` for all or a resolver
+    that gives each directory the settings of its nearest configuration."""
     result = Discovery()
+    walker = _Walker(_settings_function(settings), result)
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
@@ -125,15 +155,20 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
             result.errors.append(f"{raw}: no such file or directory")
             continue
         absolute = path.absolute()
+        # A directory's own configuration decides about it; a file's, its directory's.
+        home = absolute if path.is_dir() else absolute.parent
+        parent_settings = walker.settings_for(home)
+        ignorer = walker.ignorer(home)
+        found: Iterator[Path]
         if path.is_dir():
             if ignorer.excluded(absolute, is_dir=True):
-                if settings.force_exclude:
+                if parent_settings.force_exclude:
                     continue
-                found = _walk(path, _Ignorer(settings, anchor=absolute))
+                found = walker.walk(path, absolute)
             else:
-                found = _walk(path, ignorer)
+                found = walker.walk(path, None)
         else:
-            if settings.force_exclude and ignorer.excluded(absolute, is_dir=False):
+            if parent_settings.force_exclude and ignorer.excluded(absolute, is_dir=False):
                 continue
             found = iter([path])
         for file in found:

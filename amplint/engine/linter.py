@@ -41,6 +41,8 @@ class LintResult:
     unfixable: str | None = None
     # Why the file was not checked although it is valid Python (a warning, not a finding).
     skipped: str | None = None
+    # Findings a `# noqa` comment silenced (AMP901 reports the comments that silence nothing).
+    suppressed: list[Diagnostic] = field(default_factory=list)
 
 
 
@@ -212,7 +214,10 @@ def _lint(
         errors = [parsed.error] if parsed.error is not None else []
         return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
     result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles, project=project, index=index)
-    result.diagnostics = sorted(apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR}), key=lambda d: d.sort_key)
+    kept = apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR})
+    silenced = {id(diagnostic) for diagnostic in result.diagnostics} - {id(diagnostic) for diagnostic in kept}
+    result.suppressed = [diagnostic for diagnostic in result.diagnostics if id(diagnostic) in silenced]
+    result.diagnostics = sorted(kept, key=lambda d: d.sort_key)
     return result
 
 

@@ -1,7 +1,8 @@
 """Run amplint over files: decode, pre-filter, lint or fix, in parallel; write atomically.
 
-Workers only compute; the parent process writes files, one atomic replace each, after
-checking that the file on disk is still the one that was read. An interrupted run
+Workers only compute (``workers.py``: one file at a time each, under a watchdog, results
+in the order they complete); the parent process writes files, one atomic replace each,
+after checking that the file on disk is still the one that was read. An interrupted run
 therefore leaves every file either untouched or completely fixed.
 """
 
@@ -9,39 +10,53 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import hashlib
-import multiprocessing
 import os
+import secrets
 import signal
 import stat
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from types import FrameType
 
-import pathspec
-
 from amplint.diagnostics import Applicability, Diagnostic, Location
 from amplint.engine.cache import ResultsCache, digest
-from amplint.engine.config import Settings, select_rules
+from amplint.engine.config import Settings
 from amplint.engine.fixer import FixFailure, fix_source
 from amplint.engine.index import ProjectIndex, shared_index
-from amplint.engine.linter import lint_source
+from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
 from amplint.engine.project import ProjectFacts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
-from amplint.engine.source import SourceError, decode
+from amplint.engine.source import SourceError, SourceFile, decode
+from amplint.engine.unused_noqa import (
+    UNUSED_NOQA,
+    apply_fixes,
+    directives,
+    unused_noqa,
+)
+from amplint.engine.workers import Died, TimedOut, run_tasks
 
 
 class Mode(str, Enum):
-    CHECK = "check"
-    FIX = "fix"  # compute fixes (diff or write decided by the caller)
+    """What a run does; the one vocabulary of the engine, the API and the CLI."""
+
+    CHECK = "check"  # report (`amplint check`)
+    FIX = "fix"  # compute the fixes and show their diff (`amplint fix`)
+    APPLY = "apply"  # compute the fixes and write them (`amplint fix --apply`, `check --fix`)
+    ADD_NOQA = "add-noqa"  # report, then silence every finding with a noqa comment (`check --add-noqa`)
+
+    @property
+    def fixes(self) -> bool:
+        """Whether files are fixed (in memory) rather than only checked."""
+        return self in (Mode.FIX, Mode.APPLY)
+
+    @property
+    def writes(self) -> bool:
+        return self in (Mode.APPLY, Mode.ADD_NOQA)
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,8 @@ class FileReport:
     fix_failures: list[FixFailure] = field(default_factory=list)
     write_error: str | None = None
     written: bool = False
+    # `--add-noqa`: directives added (lines changed) and findings that could not be silenced.
+    noqa_added: int = 0
     # Said on stderr, never a finding (a valid file libcst cannot parse).
     warnings: list[str] = field(default_factory=list)
 
@@ -96,31 +113,8 @@ class FileReport:
 
 
 def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
-    rules = settings.enabled_rules(registry)
-    if not settings.per_file_ignores:
-        return rules
-    ignored: list[str] = []
-    relative = _relative_to_root(path, settings)
-    for pattern, codes in settings.per_file_ignores.items():
-        spec = _pattern_spec(pattern)
-        if spec.match_file(relative) or spec.match_file(Path(path).name):
-            ignored.extend(codes)
-    if not ignored:
-        return rules
-    return select_rules(rules, [rule.code for rule in rules], (), ignored)
-
-
-@functools.lru_cache(maxsize=256)
-def _pattern_spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
-
-
-def _relative_to_root(path: str, settings: Settings) -> str:
-    absolute = Path(path).absolute()
-    try:
-        return absolute.relative_to(Path(settings.project_root).resolve()).as_posix()
-    except ValueError:
-        return Path(path).as_posix()
+    """The rules that run on ``path``: the selection minus its per-file ignores."""
+    return settings.rules_for(path, registry)
 
 
 def _allowed(unsafe: bool) -> Callable[[Diagnostic], bool]:
@@ -151,15 +145,14 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
         report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, message, location))
         return _filter_codes(report, rules)
     report.old_text = report.new_text = source.text
-    active = rules_for(source.text, rules)
-    if not active:
-        return report
-    if job.mode is Mode.CHECK:
+    if not job.mode.fixes:
+        active = rules_for(source.text, rules)
         index = job.index()
         index.start_file()
-        result = lint_source(path, source, active, job.project, index)
-        report.diagnostics = result.diagnostics
-        report.warnings = [result.skipped] if result.skipped else []
+        result = lint_source(path, source, active, job.project, index) if active else None
+        report.diagnostics = result.diagnostics if result is not None else []
+        report.warnings = [result.skipped] if result is not None and result.skipped else []
+        report.diagnostics += _unused_noqa(path, source, rules, job.registry, result)
         return _filter_codes(report, rules)
     index = job.index()
     index.start_file()
@@ -175,14 +168,43 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []
     report.fixes_applied = outcome.applied
     report.fix_failures = outcome.failures
-    if outcome.text != source.text:
+    text = outcome.text
+    # AMP901's fixes touch comments only: applied last, on the text the rules settled on.
+    unused = _unused_noqa(path, source.with_text(text), rules, job.registry, outcome.remaining)
+    if unused:
+        text = apply_fixes(text, unused)
+        report.fixes_applied = {**report.fixes_applied, UNUSED_NOQA: len(unused)}
+    if text != source.text:
         try:
-            report.fixed = source.encode(outcome.text)
-            report.new_text = outcome.text
+            report.fixed = source.encode(text)
+            report.new_text = text
         except SourceError as error:
             report.fix_failures.append(FixFailure("", 1, 1, str(error)))
             report.fixes_applied = {}
     return _filter_codes(report, rules)
+
+
+def _unused_noqa(
+    path: str,
+    source: SourceFile,
+    rules: Sequence[RuleType],
+    registry: Sequence[RuleType],
+    result: LintResult | None,
+) -> list[Diagnostic]:
+    """AMP901 findings of ``source`` when the rule is enabled for the file.
+
+    ``result`` is the lint of ``source`` (None: no rule could fire, so nothing was parsed);
+    it keeps the findings that noqa comments silenced.
+    """
+    enabled = [rule.code for rule in rules] + [INTERNAL_ERROR]  # reported whatever the selection
+    if UNUSED_NOQA not in enabled or (result is not None and not result.parsed):
+        return []
+    found = directives(source.text)
+    if not found:
+        return []
+    # Every finding before noqa was applied: what the comments silenced, and the rest.
+    unsilenced = [*result.diagnostics, *result.suppressed] if result is not None else []
+    return unused_noqa(path, source.text, found, unsilenced, enabled=enabled, known=[rule.code for rule in registry])
 
 
 def _filter_codes(report: FileReport, rules: Sequence[RuleType]) -> FileReport:
@@ -202,44 +224,8 @@ def process_path(path: str, job: Job) -> FileReport:
     return process_source(path, data, job)
 
 
-def _worker_init() -> None:
-    # The parent handles Ctrl-C; workers must not die mid-result with a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init)
-
-
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-
-
-def run_files(paths: Sequence[str], job: Job, jobs: int | None = None) -> Iterator[FileReport]:
-    """Yield one report per path, in the order given. Worker crashes become AMP999."""
-    jobs = jobs or default_jobs()
-    if jobs == 1 or len(paths) < 2:
-        for path in paths:
-            yield _isolated(path, job) if jobs != 1 else process_path(path, job)
-        return
-    with _pool(jobs) as pool:
-        # Largest files first: a big file started last would run alone at the end while
-        # the other workers idle. Reports still come out in the order given.
-        futures_by_index: dict[int, Future[FileReport]] = {}
-        for index in sorted(range(len(paths)), key=lambda i: -_size(paths[i])):
-            futures_by_index[index] = pool.submit(process_path, paths[index], job)
-        futures = [futures_by_index[index] for index in range(len(paths))]
-        broken = False
-        for path, future in zip(paths, futures, strict=True):
-            if not broken:
-                try:
-                    yield future.result()
-                    continue
-                except BrokenProcessPool:
-                    broken = True
-            yield _isolated(path, job)
 
 
 def _size(path: str) -> int:
@@ -249,17 +235,17 @@ def _size(path: str) -> int:
         return 0
 
 
-def _isolated(path: str, job: Job) -> FileReport:
-    """Process one file in a process of its own, so that a crash is that file's alone."""
-    try:
-        with _pool(1) as pool:
-            return pool.submit(process_path, path, job).result()
-    except BrokenProcessPool:
-        report = FileReport(path=path)
-        report.diagnostics.append(
-            file_diagnostic(path, INTERNAL_ERROR, "internal error: the worker process analysing this file died")
+def _failure_report(path: str, failure: Died | TimedOut, budget: float) -> FileReport:
+    if isinstance(failure, TimedOut):
+        message = (
+            f"internal error: analysis timed out after {budget:g} s (file-timeout); the worker was "
+            "stopped and the file was not checked"
         )
-        return report
+    else:
+        message = "internal error: the worker process analysing this file died"
+    report = FileReport(path=path)
+    report.diagnostics.append(file_diagnostic(path, INTERNAL_ERROR, message))
+    return report
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -286,7 +272,8 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
         info = target.stat()
     except OSError as error:
         return f"cannot stat: {error.strerror or error}"
-    if not os.access(target, os.W_OK):
+    # A file without write permission bits is protected on purpose, even from root.
+    if not os.access(target, os.W_OK) or not info.st_mode & 0o222:
         return "file is read-only; not written"
     real = target.resolve()  # write through symlinks, keep the link itself
     previous = signal.getsignal(signal.SIGTERM)
@@ -294,7 +281,9 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
     try:
         if previous is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _raise_terminated)
-        descriptor, temp_name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".amplint-tmp", dir=real.parent)
+        # Named before it exists, so that a signal at any point leaves nothing behind.
+        temp_name = str(real.parent / f".{real.name}.{os.getpid()}.{secrets.token_hex(4)}.amplint-tmp")
+        descriptor = os.open(temp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -313,39 +302,109 @@ def write_atomically(path: str, original: bytes, data: bytes) -> str | None:
     return None
 
 
-def run(paths: Sequence[str], job: Job, *, jobs: int | None = None, cache_dir: str | None = None) -> Iterator[FileReport]:
-    """The one entry point for running over files (the CLI calls this); reports in order.
+def run(
+    paths: Sequence[str],
+    job: Job,
+    *,
+    jobs: int | None = None,
+    cache_dir: str | None = None,
+    cache: bool = False,
+    settings_for: Callable[[str], Settings] | None = None,
+    in_process: bool | None = None,
+    tick: Callable[[], None] | None = None,
+) -> Iterator[FileReport]:
+    """The one entry point for running over files: one report per path.
 
-    ``cache_dir`` enables the results cache (None: no cache, e.g. ``--no-cache``). A file
-    whose bytes were checked before with the same amplint and settings is not parsed
-    again. The cache holds check results; ``fix`` uses them for files with nothing it may
-    fix (whose fix result is the check result), and stores what it computes for files
-    it left unchanged.
+    ``settings_for`` gives each file its settings (its nearest configuration; default:
+    ``job.settings`` for all). The results cache is used with ``cache_dir`` (one
+    directory for all) or ``cache`` (each file's ``settings.cache_path()``); a file whose
+    bytes were checked before with the same amplint and settings is not parsed again.
+    The cache holds check results; fixing uses them for files with nothing it may fix
+    (whose fix result is the check result), and stores what it computes for files it
+    left unchanged.
+
+    With ``in_process`` (the default for one job) files are analysed here, in the order
+    given. Otherwise worker processes analyse them, largest first, under each file's
+    ``file-timeout``, and reports come in the order they complete (cache hits first).
+    ``tick`` is called at least every tenth of a second while workers run.
     """
-    if cache_dir is None:
-        yield from run_files(paths, job, jobs)
+    jobs = jobs or default_jobs()
+    in_process = jobs == 1 if in_process is None else in_process
+    jobs_by_settings: dict[int, tuple[Job, ResultsCache | None]] = {}
+
+    def job_of(path: str) -> tuple[Job, ResultsCache | None]:
+        settings = settings_for(path) if settings_for is not None else job.settings
+        key = id(settings)
+        if key not in jobs_by_settings:
+            file_job = job if settings is job.settings else replace(job, settings=settings)
+            directory = cache_dir if cache_dir is not None else str(settings.cache_path()) if cache else None
+            results = ResultsCache(directory, settings, job.registry) if directory is not None else None
+            jobs_by_settings[key] = (file_job, results)
+        return jobs_by_settings[key]
+
+    entries = [job_of(path) for path in paths]
+    hits = _lookup(paths, entries, tick)
+    if in_process:
+        for index, path in enumerate(paths):
+            file_job, results = entries[index]
+            hit = hits.pop(index, None)
+            report = _from_cache(path, file_job, *hit) if hit is not None else None
+            if report is None:
+                report = process_path(path, file_job)
+                _remember(results, report, file_job)
+            if tick is not None:
+                tick()
+            yield report
         return
-    cache = ResultsCache(cache_dir, job.settings, job.registry)
-    allow = _allowed(job.unsafe_fixes or job.settings.unsafe_fixes)
-    # First pass: which files are hits. Only their digests and diagnostics are kept, so
-    # memory does not grow with the size of the tree.
+    pending: list[int] = [index for index in range(len(paths)) if index not in hits]
+    for index, hit in hits.items():
+        report = _from_cache(paths[index], entries[index][0], *hit)
+        if report is None:
+            pending.append(index)  # changed since the lookup: analyse it after all
+        else:
+            yield report
+    # Largest first: a big file started last would run alone at the end while the other
+    # workers idle.
+    pending.sort(key=lambda index: -_size(paths[index]))
+    tasks = run_tasks(
+        process_path,
+        pending,
+        lambda index: (paths[index], entries[index][0]),
+        processes=jobs,
+        budget=lambda index: entries[index][0].settings.file_timeout,
+        tick=tick,
+    )
+    for index, outcome in tasks:
+        file_job, results = entries[index]
+        if isinstance(outcome, (Died, TimedOut)):
+            report = _failure_report(paths[index], outcome, file_job.settings.file_timeout)
+        else:
+            report = outcome
+        _remember(results, report, file_job)
+        yield report
+
+
+def _lookup(
+    paths: Sequence[str], entries: Sequence[tuple[Job, ResultsCache | None]], tick: Callable[[], None] | None
+) -> dict[int, tuple[str, list[Diagnostic]]]:
+    """Which files are cache hits. Only their digests and diagnostics are kept, so memory
+    does not grow with the size of the tree."""
     hits: dict[int, tuple[str, list[Diagnostic]]] = {}
     for index, path in enumerate(paths):
+        file_job, results = entries[index]
+        if results is None:
+            continue
         try:
             data = Path(path).read_bytes()
         except OSError:
             continue  # the worker reports the read error
-        cached = cache.load(path, data)
-        if cached is not None and (job.mode is Mode.CHECK or not any(allow(d) for d in cached)):
+        cached = results.load(path, data)
+        allow = _allowed(file_job.unsafe_fixes or file_job.settings.unsafe_fixes)
+        if cached is not None and (not file_job.mode.fixes or not any(allow(d) for d in cached)):
             hits[index] = (digest(data), cached)
-    computed = run_files([path for index, path in enumerate(paths) if index not in hits], job, jobs)
-    for index, path in enumerate(paths):
-        hit = hits.pop(index, None)
-        report = _from_cache(path, job, *hit) if hit is not None else None
-        if report is None:
-            report = next(computed) if hit is None else process_path(path, job)
-            _remember(cache, report, job)
-        yield report
+        if tick is not None and index % 64 == 0:
+            tick()
+    return hits
 
 
 def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic]) -> FileReport | None:
@@ -364,9 +423,9 @@ def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic
     return report
 
 
-def _remember(cache: ResultsCache, report: FileReport, job: Job) -> None:
-    if report.original is None or report.internal_error or report.warnings:
+def _remember(cache: ResultsCache | None, report: FileReport, job: Job) -> None:
+    if cache is None or report.original is None or report.internal_error or report.warnings:
         return  # unreadable, a crash that may not happen again, or a warning to repeat
-    if job.mode is Mode.FIX and (report.fixed is not None or report.fixes_applied or report.fix_failures):
+    if job.mode.fixes and (report.fixed is not None or report.fixes_applied or report.fix_failures):
         return  # the diagnostics are those of the fixed text, not of the bytes read
     cache.store(report.path, report.original, report.diagnostics)

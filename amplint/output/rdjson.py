@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amplint.diagnostics import Diagnostic, Location
-from amplint.docs import rule_url
+from amplint.docs import docs_base_url, rule_url
 from amplint.output.model import Sourced
 from amplint.output.paths import relative_posix
-from amplint.output.sarif import INFORMATION_URI
 from amplint.output.text import source_lines
 
 SEVERITY = "ERROR"
@@ -68,8 +67,12 @@ def rdjson_document(items: Sequence[Sourced]) -> dict[str, object]:
         if d.path not in lines:
             lines[d.path] = source_lines(item.text)
         diagnostics.append(rdjson_diagnostic(d, lines[d.path], relative_posix(d.path, root)))
+    source: dict[str, str] = {"name": "amplint"}
+    base = docs_base_url()
+    if base is not None:
+        source["url"] = base
     return {
-        "source": {"name": "amplint", "url": INFORMATION_URI},
+        "source": source,
         "severity": SEVERITY,
         "diagnostics": diagnostics,
     }

@@ -16,14 +16,13 @@ from collections.abc import Sequence
 
 from amplint import __version__
 from amplint.diagnostics import Diagnostic
-from amplint.docs import render_rule_page, rule_url
+from amplint.docs import docs_base_url, render_rule_page, rule_help_uri
 from amplint.engine.rule import RuleType
 from amplint.output.model import Sourced
 from amplint.output.paths import annotation_root, file_uri, relative_uri
 from amplint.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/amplint/amplint"
 SRCROOT = "%SRCROOT%"
 
 
@@ -40,16 +39,20 @@ def _section(rule: RuleType, title: str) -> str:
 
 def rule_descriptor(rule: RuleType) -> dict[str, object]:
     page = render_rule_page(rule)
-    return {
+    descriptor: dict[str, object] = {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": _section(rule, "What it does") or rule.summary},
         "help": {"text": page, "markdown": page},
-        "helpUri": rule_url(rule.code),
-        "defaultConfiguration": {"level": "error", "enabled": rule.default_enabled},
-        "properties": {"fix": rule.fix_availability.value},
     }
+    # SARIF wants an absolute URI: there is one only where the pages are published.
+    help_uri = rule_help_uri(rule.code)
+    if help_uri is not None:
+        descriptor["helpUri"] = help_uri
+    descriptor["defaultConfiguration"] = {"level": "error", "enabled": rule.default_enabled}
+    descriptor["properties"] = {"fix": rule.fix_availability.value}
+    return descriptor
 
 
 def _region(start_row: int, start_column: int, end_row: int, end_column: int) -> dict[str, int]:
@@ -118,19 +121,16 @@ def sarif_document(items: Sequence[Sourced], *, successful: bool = True) -> dict
     rules = [rule_descriptor(rule) for rule in all_rules()]
     index = {rule.code: position for position, rule in enumerate(all_rules())}
     root = annotation_root().as_uri().rstrip("/") + "/"
+    driver: dict[str, object] = {"name": "amplint", "version": __version__, "rules": rules}
+    base = docs_base_url()
+    if base is not None and "://" in base:
+        driver["informationUri"] = base
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "amplint",
-                        "informationUri": INFORMATION_URI,
-                        "version": __version__,
-                        "rules": rules,
-                    }
-                },
+                "tool": {"driver": driver},
                 "invocations": [{"executionSuccessful": successful}],
                 "originalUriBaseIds": {SRCROOT: {"uri": root}},
                 "columnKind": "unicodeCodePoints",

@@ -34,28 +34,58 @@ def fix_hint(diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[str]:
     return []
 
 
+def failure_lines(not_checked: int, not_written: int) -> list[str]:
+    """What the run could not do; such a run never says that all checks passed."""
+    lines = []
+    if not_checked:
+        lines.append(f"{plural(not_checked, 'path')} could not be checked.")
+    if not_written:
+        lines.append(f"{plural(not_written, 'file')} could not be written.")
+    return lines
+
+
 def check_summary(
-    remaining: Sequence[Diagnostic], *, fixed: int, unsafe: bool, applied: bool
+    remaining: Sequence[Diagnostic],
+    *,
+    fixed: int,
+    unsafe: bool,
+    applied: bool,
+    not_checked: int = 0,
+    not_written: int = 0,
 ) -> list[str]:
-    """``Found N errors.`` and the fix hint, or ``All checks passed!``."""
+    """``Found N errors.`` and the fix hint, or ``All checks passed!``; then what could
+    not be checked or written (errors printed before, on stderr)."""
     count = len(remaining)
+    failures = failure_lines(not_checked, not_written)
     if count == 0 and fixed == 0:
-        return ["All checks passed!"]
+        return failures or ["All checks passed!"]
     if applied and fixed:
         lines = [f"Found {plural(count + fixed, 'error')} ({fixed} fixed, {count} remaining)."]
     else:
         lines = [f"Found {plural(count, 'error')}."]
-    return lines + fix_hint(remaining, unsafe)
+    return lines + fix_hint(remaining, unsafe) + failures
 
 
-def diff_summary(would_fix: int, remaining: Sequence[Diagnostic], unsafe: bool) -> str:
+def diff_summary(
+    would_fix: int, remaining: Sequence[Diagnostic], unsafe: bool, *, not_checked: int = 0
+) -> str:
     _, hidden = _fix_counts(remaining, unsafe)
     if would_fix:
         extra = f" ({plural(hidden, 'additional fix', 'es')} available with `--unsafe-fixes`)"
-        return f"Would fix {plural(would_fix, 'error')}{extra if hidden else ''}."
-    if hidden:
-        return f"No errors would be fixed ({plural(hidden, 'fix', 'es')} available with `--unsafe-fixes`)."
-    return "No errors would be fixed."
+        line = f"Would fix {plural(would_fix, 'error')}{extra if hidden else ''}."
+    elif hidden:
+        line = f"No errors would be fixed ({plural(hidden, 'fix', 'es')} available with `--unsafe-fixes`)."
+    else:
+        line = "No errors would be fixed."
+    return "\n".join([line, *failure_lines(not_checked, 0)])
+
+
+def add_noqa_summary(added: int, left: int, *, not_checked: int = 0, not_written: int = 0) -> list[str]:
+    """``Added N noqa directives.``, and what could not be silenced."""
+    lines = [f"Added {plural(added, 'noqa directive')}."]
+    if left:
+        lines.append(f"{plural(left, 'finding')} could not be silenced (listed above).")
+    return lines + failure_lines(not_checked, not_written)
 
 
 def fix_listing(title: str, per_file: Sequence[tuple[str, Mapping[str, int]]]) -> str:

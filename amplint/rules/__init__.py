@@ -1,4 +1,5 @@
-"""The rule registry: the engine's two codes and every rule defined in this package."""
+"""The rule registry: the engine's own codes (AMP900, AMP999, AMP901) and every rule
+defined in this package."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import pkgutil
 from typing import Any
 
 from amplint.engine.rule import ENGINE_RULES, FixAvailability, Invalid, Rule, RuleType
+from amplint.engine.unused_noqa import UnusedNoqaRule
 
 __all__ = ["FixAvailability", "Invalid", "Rule", "all_rules", "rule_by_code"]
 
 
 @functools.cache
 def all_rules() -> tuple[RuleType, ...]:
-    found: dict[str, RuleType] = {rule.code: rule for rule in ENGINE_RULES}
+    engine: tuple[RuleType, ...] = (*ENGINE_RULES, UnusedNoqaRule)
+    found: dict[str, RuleType] = {rule.code: rule for rule in engine}
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module_info.name == "base" or module_info.name.startswith("_"):
             continue

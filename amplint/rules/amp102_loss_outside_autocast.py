@@ -66,7 +66,9 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     contains `loss` (`loss_fn`, `self.criterion`, `compute_loss`).
 
     Not flagged: bookkeeping after the block (`loss.item()`, `loss / accum_steps`,
-    reading `outputs.loss`), losses computed inside the block, evaluation code with no
+    reading `outputs.loss`), losses computed inside the block, and — a decision of
+    amplint's — losses whose inputs from the block are explicitly upcast
+    (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), evaluation code with no
     backward, blocks with `enabled=False`, and methods of other objects whose *receiver*
     merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`).
 
@@ -139,6 +141,12 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
             "    with torch.autocast('cuda'):\n        out = m(x)\n"
             "    loss = F.mse_loss(prediction_from_elsewhere, y)\n    loss.backward()\n"
+        ),
+        # A float32 loss, chosen on purpose.
+        (
+            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
+            "    with torch.autocast('cuda'):\n        pred = m(x)\n"
+            "    loss = F.mse_loss(pred.float(), y)\n    loss.backward()\n"
         ),
     )
     INVALID = (
@@ -234,10 +242,24 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 continue
             arguments = _Calls()
             for arg in call.args:
-                arg.value.visit(arguments)
+                if not self._upcast(arg.value):
+                    arg.value.visit(arguments)
             if arguments.names & bound:
                 return call
         return None
+
+    def _upcast(self, value: cst.BaseExpression) -> bool:
+        """``pred.float()``, ``pred.to(torch.float32)``: the author computes the loss in
+        float32 on purpose (a decision of amplint's: a deliberate float32 loss is fine)."""
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+            return False
+        method = value.func.attr.value
+        if method in ("float", "double") and not value.args:
+            return True
+        if method in ("to", "type") and len(value.args) == 1:
+            dtypes = self.context.analysis.values.dtype_values(value.args[0].value)
+            return dtypes is not None and dtypes <= {"float32", "float64"}
+        return False
 
     def _move_fix(self, statement: cst.BaseStatement, with_node: cst.With, block: AutocastBlock) -> Fix | None:
         indent = body_indent(self.context, with_node.body)

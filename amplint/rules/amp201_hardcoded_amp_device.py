@@ -11,7 +11,7 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
     MODERN_GRAD_SCALERS,
     RUNTIME_AUTOCASTS,
-    RUNTIME_SCALERS,
+    RUNTIME_GRAD_SCALERS,
     RUNTIME_TORCH,
 )
 from amplint.diagnostics import Applicability, Edit, Fix
@@ -19,7 +19,7 @@ from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
 # Calls whose device argument AMP depends on.
-AMP_DEVICE_TAKERS = MODERN_AUTOCASTS | MODERN_GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD | RUNTIME_AUTOCASTS | RUNTIME_SCALERS
+AMP_DEVICE_TAKERS = MODERN_AUTOCASTS | MODERN_GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD | RUNTIME_AUTOCASTS | RUNTIME_GRAD_SCALERS
 # What the message calls each callable.
 _SHORT = {
     **{name: "torch.autocast" for name in MODERN_AUTOCASTS},
