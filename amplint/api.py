@@ -120,6 +120,10 @@ class RunOptions:
     respect_gitignore: bool | None = None
     unsafe_fixes: bool | None = None
     file_timeout: float | None = None
+    target_torch: str | None = None
+    unfixable: tuple[str, ...] = ()
+    extend_safe_fixes: tuple[str, ...] = ()
+    extend_unsafe_fixes: tuple[str, ...] = ()
     config: str | None = None
     isolated: bool = False
     cache: bool = True
@@ -140,6 +144,10 @@ class RunOptions:
             unsafe_fixes=self.unsafe_fixes,
             cache_dir=os.path.abspath(self.cache_dir) if self.cache_dir else None,
             file_timeout=self.file_timeout,
+            target_torch=self.target_torch,
+            unfixable=self.unfixable,
+            extend_safe_fixes=self.extend_safe_fixes,
+            extend_unsafe_fixes=self.extend_unsafe_fixes,
         )
 
     def resolver(self, cwd: Path | None = None) -> ConfigResolver:
@@ -456,6 +464,11 @@ def describe_settings(path: str, options: RunOptions = RunOptions()) -> dict[str
         "cache_dir": str(settings.cache_path()),
         "max_file_size": settings.max_file_size,
         "file_timeout": settings.file_timeout,
+        "target_torch": settings.target_torch,
+        "runtime_helpers": settings.runtime_helpers,
+        "unfixable": list(settings.unfixable),
+        "extend_safe_fixes": list(settings.extend_safe_fixes),
+        "extend_unsafe_fixes": list(settings.extend_unsafe_fixes),
     }
 
 
@@ -551,9 +564,10 @@ def check_source(
     project: ProjectFacts | None = None,
 ) -> list[Diagnostic]:
     """Lint source text (or raw bytes, decoded per PEP 263) and return its diagnostics.
-    ``project``: what the code's project declares (target torch, runtime helpers)."""
+    ``project``: what the code's project declares (target torch, runtime helpers); by
+    default nothing (current torch, no runtime helpers), whatever the current directory."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.CHECK, _settings(select, settings), registry(), project=project)
+    job = Job(Mode.CHECK, _settings(select, settings), registry(), project=project or ProjectFacts())
     return process_source(path, data, job).diagnostics
 
 
@@ -568,7 +582,7 @@ def fix_source_text(
 ) -> FileReport:
     """Fix source text; the report holds the new text, what was applied and what remains."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.FIX, _settings(select, settings), registry(), unsafe_fixes=unsafe_fixes, project=project)
+    job = Job(Mode.FIX, _settings(select, settings), registry(), unsafe_fixes=unsafe_fixes, project=project or ProjectFacts())
     return process_source(path, data, job)
 
 

@@ -95,6 +95,10 @@ class Options:
     cache_dir: str | None
     jobs: int | None
     file_timeout: float | None
+    target_torch: str | None
+    unfixable: tuple[str, ...]
+    extend_safe_fixes: tuple[str, ...]
+    extend_unsafe_fixes: tuple[str, ...]
     stdin_filename: str | None
     output_format: str
     output_file: str | None
@@ -124,6 +128,10 @@ class Options:
             respect_gitignore=self.respect_gitignore,
             unsafe_fixes=self.unsafe_fixes,
             file_timeout=self.file_timeout,
+            target_torch=self.target_torch,
+            unfixable=_split(self.unfixable),
+            extend_safe_fixes=_split(self.extend_safe_fixes),
+            extend_unsafe_fixes=_split(self.extend_unsafe_fixes),
             config=self.config,
             isolated=self.isolated,
             cache=not self.no_cache,
@@ -209,6 +217,19 @@ def _common_options(function: Any) -> Any:
             metavar="SECONDS",
             help="Stop analysing a file after this long and report it as AMP999 "
             "(default: 60, or the configured file-timeout).",
+        ),
+        click.option(
+            "--target-torch",
+            metavar="VERSION",
+            help="The oldest torch the code must run on (default: the project's declared "
+            "torch requirement, else current torch): deprecations and fixes follow it.",
+        ),
+        click.option("--unfixable", multiple=True, metavar="CODES", help="Never apply these rules' fixes."),
+        click.option(
+            "--extend-safe-fixes", multiple=True, metavar="CODES", help="Treat these rules' unsafe fixes as safe."
+        ),
+        click.option(
+            "--extend-unsafe-fixes", multiple=True, metavar="CODES", help="Treat these rules' safe fixes as unsafe."
         ),
         click.option(
             "--stdin-filename",

@@ -7,6 +7,7 @@ target torch lacks.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,65 @@ def test_apex_migration_needs_torch_amp_grad_scaler() -> None:
     assert len(fixable) == 1
     old = check_source(APEX, select=["AMP003"], project=ProjectFacts(target_torch=(2, 2)))
     assert old and all(d.fix is None for d in old)
+
+
+# -- configuration and the command line ----------------------------------------------------------
+
+
+def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    finally:
+        os.chdir(previous)
+    return result.exit_code, result.output
+
+
+def test_target_torch_from_requirements_config_and_command_line(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(DEPRECATED, encoding="utf-8")
+    assert "AMP001" in _cli(["check", "--no-cache", "train.py"], tmp_path)[1]
+    (tmp_path / "requirements.txt").write_text("torch>=1.13\n", encoding="utf-8")
+    code, output = _cli(["check", "--no-cache", "train.py"], tmp_path)
+    assert (code, "AMP001" in output) == (0, False)
+    # The command line wins over what the project declares.
+    assert "AMP001" in _cli(["check", "--no-cache", "--target-torch", "2.5", "train.py"], tmp_path)[1]
+    (tmp_path / "amplint.toml").write_text('target-torch = "2.4"\n', encoding="utf-8")
+    assert "AMP001" in _cli(["check", "--no-cache", "train.py"], tmp_path)[1]
+    (tmp_path / "amplint.toml").write_text('target-torch = "two"\n', encoding="utf-8")
+    code, output = _cli(["check", "--no-cache", "train.py"], tmp_path)
+    assert code == 2 and "target-torch" in output
+
+
+def test_runtime_helpers_setting_enables_the_runtime_form(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(NCCL, encoding="utf-8")  # a file named like a project's: read, never run
+    (tmp_path / "dist.py").write_text(NCCL, encoding="utf-8")
+    code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
+    assert "'gloo'" in output and "amplint.runtime" not in output
+    (tmp_path / "amplint.toml").write_text("runtime-helpers = true\n", encoding="utf-8")
+    code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
+    assert "amplint.runtime.dist_backend(device)" in output
+
+
+FIXABLE = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+
+
+def test_unfixable_and_fix_safety_overrides(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(FIXABLE, encoding="utf-8")
+    assert "torch.amp.GradScaler" in _cli(["fix", "--no-cache", "t.py"], tmp_path)[1]
+    code, output = _cli(["fix", "--no-cache", "--unfixable", "AMP001", "t.py"], tmp_path)
+    assert "+scaler" not in output
+    code, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "t.py"], tmp_path)
+    assert "+scaler" not in output
+    code, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "--unsafe-fixes", "t.py"], tmp_path)
+    assert '+scaler = torch.amp.GradScaler("cuda")' in output
+    (tmp_path / "amplint.toml").write_text('extend-safe-fixes = ["AMP101"]\n', encoding="utf-8")
+    (tmp_path / "cast.py").write_text(
+        "import torch\nmodel = Net().half()\nmodel(x).sum().backward()\n", encoding="utf-8"
+    )
+    code, output = _cli(["fix", "--no-cache", "cast.py"], tmp_path)
+    assert "+model = Net()" in output

@@ -25,6 +25,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 import pathspec
 
+from amplint.engine.project import parse_torch_version
 from amplint.engine.rule import RuleType
 
 CONFIG_FILES = ("amplint.toml", ".amplint.toml", "pyproject.toml")
@@ -61,6 +62,14 @@ class Settings:
     cache_dir: str = DEFAULT_CACHE_DIR
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    # The oldest torch the code must run on ("2.1"); None: from the project's requirements.
+    target_torch: str | None = None
+    # May fixes import amplint.runtime? None: only if the project declares amplint.
+    runtime_helpers: bool | None = None
+    # Ruff's fix policy: never apply these rules' fixes; treat these as safe / unsafe.
+    unfixable: tuple[str, ...] = ()
+    extend_safe_fixes: tuple[str, ...] = ()
+    extend_unsafe_fixes: tuple[str, ...] = ()
     config_path: str | None = None
     project_root: str = "."
 
@@ -115,7 +124,22 @@ class Settings:
         """What cached results depend on, as a stable string."""
         codes = ",".join(rule.code for rule in self.enabled_rules(registry))
         pfi = sorted((pattern, tuple(sorted(codes))) for pattern, codes in self.all_per_file_ignores())
-        return f"rules={codes};pfi={pfi}"
+        policy = (self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes)
+        return f"rules={codes};pfi={pfi};torch={self.target_torch};helpers={self.runtime_helpers};fixes={policy}"
+
+    def fix_policy(self, code: str, registry: Sequence[RuleType]) -> str | None:
+        """How this configuration overrides a rule's fixes: "unfixable", "safe", "unsafe" or None."""
+        rule = next((rule for rule in registry if rule.code == code), None)
+        if rule is None:
+            return None
+        for name, selectors in (
+            ("unfixable", self.unfixable),
+            ("unsafe", self.extend_unsafe_fixes),
+            ("safe", self.extend_safe_fixes),
+        ):
+            if any(_specificity(selector, rule) >= 0 for selector in selectors):
+                return name
+        return None
 
     def cache_path(self) -> Path:
         """The cache directory: ``cache-dir`` relative to the project root."""
@@ -215,7 +239,8 @@ def find_config(start: Path) -> Path | None:
 _KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
     "extend-per-file-ignores", "unsafe-fixes", "respect-gitignore", "force-exclude",
-    "cache-dir", "max-file-size", "file-timeout",
+    "cache-dir", "max-file-size", "file-timeout", "target-torch", "runtime-helpers",
+    "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
 }  # fmt: skip
 
 
@@ -247,13 +272,17 @@ def load_config(path: Path, registry: Sequence[RuleType]) -> Settings:
     values: dict[str, Any] = {}
     if "select" in table:
         values["select"] = _strings(table["select"], "select", path)
-    for key in ("extend-select", "ignore", "extend-exclude", "exclude"):
+    for key in ("extend-select", "ignore", "extend-exclude", "exclude", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"):
         if key in table:
             values[key.replace("-", "_")] = _strings(table[key], key, path)
+    if "target-torch" in table:
+        if not isinstance(table["target-torch"], str) or parse_torch_version(table["target-torch"]) is None:
+            raise ConfigError(f"{path}: 'target-torch' must be a torch version such as \"2.1\"")
+        values["target_torch"] = table["target-torch"]
     for key in ("per-file-ignores", "extend-per-file-ignores"):
         if key in table:
             values[key.replace("-", "_")] = _per_file_table(table[key], key, path)
-    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude"):
+    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude", "runtime-helpers"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{path}: '{key}' must be true or false")
@@ -285,6 +314,7 @@ def _valid_timeout(value: float) -> bool:
 
 def validate_settings(settings: Settings, registry: Sequence[RuleType]) -> None:
     validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore), registry)
+    validate_selectors((*settings.unfixable, *settings.extend_safe_fixes, *settings.extend_unsafe_fixes), registry)
     for _, selectors in settings.all_per_file_ignores():
         validate_selectors(selectors, registry)
 
@@ -334,6 +364,10 @@ class Overrides:
     unsafe_fixes: bool | None = None
     cache_dir: str | None = None  # absolute: relative to where the command ran
     file_timeout: float | None = None
+    target_torch: str | None = None
+    unfixable: tuple[str, ...] = ()
+    extend_safe_fixes: tuple[str, ...] = ()
+    extend_unsafe_fixes: tuple[str, ...] = ()
 
     def validate(self, registry: Sequence[RuleType]) -> None:
         validate_selectors((*(self.select or ()), *self.extend_select, *self.ignore), registry)
@@ -342,6 +376,9 @@ class Overrides:
                 validate_selectors(selectors, registry)
         if self.file_timeout is not None and not _valid_timeout(self.file_timeout):
             raise ConfigError("the file timeout must be a positive number of seconds")
+        if self.target_torch is not None and parse_torch_version(self.target_torch) is None:
+            raise ConfigError(f"--target-torch {self.target_torch!r} is not a torch version such as 2.1")
+        validate_selectors((*self.unfixable, *self.extend_safe_fixes, *self.extend_unsafe_fixes), registry)
 
     def apply(self, settings: Settings) -> Settings:
         changes: dict[str, Any] = {"ignore": settings.ignore + self.ignore}
@@ -362,10 +399,13 @@ class Overrides:
             changes["exclude"] = self.exclude
         if self.extend_exclude:
             changes["extend_exclude"] = settings.extend_exclude + self.extend_exclude
-        for name in ("force_exclude", "respect_gitignore", "unsafe_fixes", "cache_dir", "file_timeout"):
+        for name in ("force_exclude", "respect_gitignore", "unsafe_fixes", "cache_dir", "file_timeout", "target_torch"):
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value
+        for name in ("unfixable", "extend_safe_fixes", "extend_unsafe_fixes"):
+            if getattr(self, name):
+                changes[name] = getattr(settings, name) + getattr(self, name)
         return replace(settings, **changes)
 
 

@@ -9,6 +9,7 @@ therefore leaves every file either untouched or completely fixed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -29,7 +30,7 @@ from amplint.engine.index import ProjectIndex, shared_index
 from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
-from amplint.engine.project import ProjectFacts
+from amplint.engine.project import ProjectFacts, project_facts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.source import SourceError, SourceFile, decode
 from amplint.engine.unused_noqa import (
@@ -72,6 +73,44 @@ class Job:
     # root by default); the summaries cache lives in ``summaries_dir`` when given.
     index_roots: tuple[str, ...] | None = None
     summaries_dir: str | None = None
+
+    def applicability(self, diagnostic: Diagnostic) -> Applicability | None:
+        """A fix's applicability under the configuration's fix policy (``unfixable``,
+        ``extend-safe-fixes``, ``extend-unsafe-fixes``, as in Ruff); None: no fix."""
+        if diagnostic.fix is None:
+            return None
+        policy = self.settings.fix_policy(diagnostic.code, self.registry)
+        if policy == "unfixable":
+            return None
+        if policy == "safe":
+            return Applicability.SAFE
+        if policy == "unsafe":
+            return Applicability.UNSAFE
+        return diagnostic.fix.applicability
+
+    def adjust(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """The diagnostics with their fixes as the fix policy has them."""
+        if not (self.settings.unfixable or self.settings.extend_safe_fixes or self.settings.extend_unsafe_fixes):
+            return diagnostics
+        adjusted = []
+        for diagnostic in diagnostics:
+            fix, applicability = diagnostic.fix, self.applicability(diagnostic)
+            if fix is not None and applicability is None:
+                diagnostic = dataclasses.replace(diagnostic, fix=None)
+            elif fix is not None and applicability is not None and applicability is not fix.applicability:
+                diagnostic = dataclasses.replace(diagnostic, fix=dataclasses.replace(fix, applicability=applicability))
+            adjusted.append(diagnostic)
+        return adjusted
+
+    def facts(self) -> ProjectFacts:
+        """What the file's project declares, unless given: from its configuration's root."""
+        if self.project is not None:
+            return self.project
+        return project_facts(
+            Path(self.settings.project_root),
+            target_torch=self.settings.target_torch,
+            runtime_helpers=self.settings.runtime_helpers,
+        )
 
     def index(self) -> ProjectIndex:
         roots = self.index_roots if self.index_roots is not None else (self.settings.project_root,)
@@ -117,15 +156,24 @@ def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleType]) 
     return settings.rules_for(path, registry)
 
 
-def _allowed(unsafe: bool) -> Callable[[Diagnostic], bool]:
+def _allowed(unsafe: bool, job: Job | None = None) -> Callable[[Diagnostic], bool]:
     def allow(diagnostic: Diagnostic) -> bool:
-        return diagnostic.fix is not None and (unsafe or diagnostic.fix.applicability is Applicability.SAFE)
+        applicability = job.applicability(diagnostic) if job is not None else (
+            diagnostic.fix.applicability if diagnostic.fix is not None else None
+        )
+        return applicability is not None and (unsafe or applicability is Applicability.SAFE)
 
     return allow
 
 
 def process_source(path: str, data: bytes, job: Job) -> FileReport:
     """Everything for one file except writing it; pure, so it runs in any process."""
+    report = _process_source(path, data, job)
+    report.diagnostics = job.adjust(report.diagnostics)
+    return report
+
+
+def _process_source(path: str, data: bytes, job: Job) -> FileReport:
     report = FileReport(path=path, original=data)
     rules = rules_for_path(path, job.settings, job.registry)
     if len(data) > job.settings.max_file_size:
@@ -149,7 +197,7 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
         active = rules_for(source.text, rules)
         index = job.index()
         index.start_file()
-        result = lint_source(path, source, active, job.project, index) if active else None
+        result = lint_source(path, source, active, job.facts(), index) if active else None
         report.diagnostics = result.diagnostics if result is not None else []
         report.warnings = [result.skipped] if result is not None and result.skipped else []
         report.diagnostics += _unused_noqa(path, source, rules, job.registry, result)
@@ -160,8 +208,8 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
         path,
         source,
         rules,
-        allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes),
-        project=job.project,
+        allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes, job),
+        project=job.facts(),
         index=index,
     )
     report.diagnostics = outcome.remaining.diagnostics
@@ -399,7 +447,7 @@ def _lookup(
         except OSError:
             continue  # the worker reports the read error
         cached = results.load(path, data)
-        allow = _allowed(file_job.unsafe_fixes or file_job.settings.unsafe_fixes)
+        allow = _allowed(file_job.unsafe_fixes or file_job.settings.unsafe_fixes, file_job)
         if cached is not None and (not file_job.mode.fixes or not any(allow(d) for d in cached)):
             hits[index] = (digest(data), cached)
         if tick is not None and index % 64 == 0:
