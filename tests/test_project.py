@@ -193,7 +193,7 @@ def test_runtime_helpers_setting_enables_the_runtime_form(tmp_path: Path) -> Non
     code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
     assert "'gloo'" in output and "amplint.runtime" not in output
     (tmp_path / "amplint.toml").write_text("runtime-helpers = true\n", encoding="utf-8")
-    code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
+    _code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
     assert "amplint.runtime.dist_backend(device)" in output
 
 
@@ -213,5 +213,5 @@ def test_unfixable_and_fix_safety_overrides(tmp_path: Path) -> None:
     (tmp_path / "cast.py").write_text(
         "import torch\nmodel = Net().half()\nmodel(x).sum().backward()\n", encoding="utf-8"
     )
-    code, output = _cli(["fix", "--no-cache", "cast.py"], tmp_path)
+    _code, output = _cli(["fix", "--no-cache", "cast.py"], tmp_path)
     assert "+model = Net()" in output
