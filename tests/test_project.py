@@ -190,7 +190,7 @@ def test_target_torch_from_requirements_config_and_command_line(tmp_path: Path) 
 def test_runtime_helpers_setting_enables_the_runtime_form(tmp_path: Path) -> None:
     (tmp_path / "setup.py").write_text(NCCL, encoding="utf-8")  # a file named like a project's: read, never run
     (tmp_path / "dist.py").write_text(NCCL, encoding="utf-8")
-    code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
+    _, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
     assert "'gloo'" in output and "amplint.runtime" not in output
     (tmp_path / "amplint.toml").write_text("runtime-helpers = true\n", encoding="utf-8")
     _code, output = _cli(["fix", "--no-cache", "--select", "AMP201", "dist.py"], tmp_path)
@@ -203,11 +203,11 @@ FIXABLE = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
 def test_unfixable_and_fix_safety_overrides(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(FIXABLE, encoding="utf-8")
     assert "torch.amp.GradScaler" in _cli(["fix", "--no-cache", "t.py"], tmp_path)[1]
-    code, output = _cli(["fix", "--no-cache", "--unfixable", "AMP001", "t.py"], tmp_path)
+    _, output = _cli(["fix", "--no-cache", "--unfixable", "AMP001", "t.py"], tmp_path)
     assert "+scaler" not in output
-    code, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "t.py"], tmp_path)
+    _, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "t.py"], tmp_path)
     assert "+scaler" not in output
-    code, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "--unsafe-fixes", "t.py"], tmp_path)
+    _, output = _cli(["fix", "--no-cache", "--extend-unsafe-fixes", "AMP0", "--unsafe-fixes", "t.py"], tmp_path)
     assert '+scaler = torch.amp.GradScaler("cuda")' in output
     (tmp_path / "amplint.toml").write_text('extend-safe-fixes = ["AMP101"]\n', encoding="utf-8")
     (tmp_path / "cast.py").write_text(
