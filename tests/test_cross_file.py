@@ -151,3 +151,24 @@ def test_dtypes_from_another_modules_constants(tmp_path: Path) -> None:
     assert [(code, row) for code, row, _ in _check(root, "bf16.py", "AMP302")] == [("AMP302", 4)]
     assert [(code, row) for code, row, _ in _check(root, "fp16.py", "AMP105")] == [("AMP105", 5)]
     assert _check(root, "unknown.py", "AMP105") == []
+
+
+def test_the_cache_knows_what_a_result_rests_on(tmp_path: Path) -> None:
+    from amplint.engine.runner import run
+
+    root = _project(tmp_path / "project", {"losses.py": LOSSES, "train.py": TRAIN})
+    settings = Settings(project_root=str(root)).with_overrides(select=("AMP104",))
+    job = Job(Mode.CHECK, settings, all_rules(), index_roots=(str(root),))
+    cache = str(tmp_path / "cache")
+
+    def codes() -> list[str]:
+        (report,) = run([str(root / "train.py")], job, jobs=1, cache_dir=cache)
+        return [d.code for d in report.diagnostics]
+
+    assert codes() == ["AMP104"]
+    assert codes() == ["AMP104"]  # from the cache
+    # Editing the loss module (the trainer's bytes unchanged) changes the trainer's findings.
+    (root / "losses.py").write_text(LOSSES.replace("F.binary_cross_entropy(torch.sigmoid(pred), target)", "F.binary_cross_entropy_with_logits(pred, target)"), encoding="utf-8")
+    assert codes() == []
+    (root / "losses.py").write_text(LOSSES, encoding="utf-8")
+    assert codes() == ["AMP104"]

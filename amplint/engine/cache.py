@@ -12,8 +12,9 @@ amplint version and the size and mtime of every module of the installed package 
 an edited development checkout never serves stale results), libcst's version, the
 Python version, and the settings' fingerprint (enabled rules, per-file ignores, project
 root, maximum file size). An entry stores the SHA-256 of the file's bytes and the
-diagnostics of a *check* of exactly those bytes; it is used only when the file's
-bytes hash the same, so an edited file, or one restored with an old mtime, is
+diagnostics of a *check* of exactly those bytes, with the digests of the other files
+whose summaries that check read (cross-file facts); it is used only when the file's
+bytes hash the same and every such file is unchanged, so an edited file, or one restored with an old mtime, is
 re-checked. Reports that contain an internal error are never stored: a crash may not
 happen again.
 
@@ -37,7 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,19 @@ _CACHEDIR_TAG = (
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _unchanged(dependencies: object) -> bool:
+    """Do the files a cached result read facts from still hold the same bytes?"""
+    if not isinstance(dependencies, dict):
+        return False
+    for path, expected in dependencies.items():
+        try:
+            if digest(Path(path).read_bytes()) != expected:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _package_fingerprint() -> str:
@@ -207,14 +221,19 @@ class ResultsCache:
                 or entry.get("format") != FORMAT
                 or entry.get("path") != os.path.abspath(path)
                 or entry.get("sha256") != digest(data)
+                or not _unchanged(entry.get("dependencies", {}))
             ):
                 return None
             return [diagnostic_from_json(item, path) for item in entry["diagnostics"]]
         except Exception:  # noqa: BLE001 - an unreadable or corrupt entry is just a miss
             return None
 
-    def store(self, path: str, data: bytes, diagnostics: Sequence[Diagnostic]) -> None:
-        """Remember the diagnostics of checking ``data`` as ``path``; never raises."""
+    def store(
+        self, path: str, data: bytes, diagnostics: Sequence[Diagnostic], dependencies: Mapping[str, str] | None = None
+    ) -> None:
+        """Remember the diagnostics of checking ``data`` as ``path``, valid while every file
+        in ``dependencies`` (path: content digest; the other files whose facts the lint
+        read) is unchanged; never raises."""
         if not self._prepare():
             return
         entry = {
@@ -222,6 +241,7 @@ class ResultsCache:
             "path": os.path.abspath(path),
             "sha256": digest(data),
             "diagnostics": [diagnostic_to_json(d) for d in diagnostics],
+            "dependencies": dict(dependencies or {}),
         }
         temp_name: str | None = None
         try:

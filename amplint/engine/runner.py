@@ -131,6 +131,8 @@ class FileReport:
     written: bool = False
     # `--add-noqa`: directives added (lines changed) and findings that could not be silenced.
     noqa_added: int = 0
+    # Other files whose summaries the lint read (path: digest): the cache checks them.
+    dependencies: dict[str, str] = field(default_factory=dict)
     # Said on stderr, never a finding (a valid file libcst cannot parse).
     warnings: list[str] = field(default_factory=list)
 
@@ -168,8 +170,13 @@ def _allowed(unsafe: bool, job: Job | None = None) -> Callable[[Diagnostic], boo
 
 def process_source(path: str, data: bytes, job: Job) -> FileReport:
     """Everything for one file except writing it; pure, so it runs in any process."""
+    index = job.index()
+    index.start_file()
     report = _process_source(path, data, job)
     report.diagnostics = job.adjust(report.diagnostics)
+    # The other files whose facts this file's findings rest on (cross-file analysis).
+    itself = str(Path(path).resolve())
+    report.dependencies = {other: content for other, content in index.consulted.items() if other != itself}
     return report
 
 
@@ -195,22 +202,18 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
     report.old_text = report.new_text = source.text
     if not job.mode.fixes:
         active = rules_for(source.text, rules)
-        index = job.index()
-        index.start_file()
-        result = lint_source(path, source, active, job.facts(), index) if active else None
+        result = lint_source(path, source, active, job.facts(), job.index()) if active else None
         report.diagnostics = result.diagnostics if result is not None else []
         report.warnings = [result.skipped] if result is not None and result.skipped else []
         report.diagnostics += _unused_noqa(path, source, rules, job.registry, result)
         return _filter_codes(report, rules)
-    index = job.index()
-    index.start_file()
     outcome = fix_source(
         path,
         source,
         rules,
         allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes, job),
         project=job.facts(),
-        index=index,
+        index=job.index(),
     )
     report.diagnostics = outcome.remaining.diagnostics
     report.warnings = [outcome.remaining.skipped] if outcome.remaining.skipped else []
@@ -476,4 +479,4 @@ def _remember(cache: ResultsCache | None, report: FileReport, job: Job) -> None:
         return  # unreadable, a crash that may not happen again, or a warning to repeat
     if job.mode.fixes and (report.fixed is not None or report.fixes_applied or report.fix_failures):
         return  # the diagnostics are those of the fixed text, not of the bytes read
-    cache.store(report.path, report.original, report.diagnostics)
+    cache.store(report.path, report.original, report.diagnostics, report.dependencies)
