@@ -21,7 +21,7 @@ import json
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Protocol
@@ -78,8 +78,7 @@ _AUTOMAGIC = re.compile(r"[ \t]*([^\W\d]\w*)(?![\w.])[ \t]*(.*)")
 _JSON_TOKEN = re.compile(
     r'[ \t\n\r]*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\]:,])|([^ \t\n\r{}\[\]:,"]+))'
 )
-_ESCAPED_NON_ASCII = re.compile(r"(\\\\)|\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])")
-_ESCAPED_SLASH = re.compile(r"(\\\\)|\\/")
+_STRING_OR_BRACKET = re.compile(r'["\[\]{}]')
 _UNICODE_ESCAPE = re.compile(r"(\\\\)|\\u([0-9a-fA-F]{4})")
 
 
@@ -145,14 +144,19 @@ class _JsonScanner:
         token, start, end = self._token(pos)
         if token not in ("{", "["):
             return _Span(start, end)
-        depth = 1
+        # Jump from bracket to bracket: outputs hold far more string bytes than brackets.
+        text = self.text
+        depth, pos = 1, end
         while depth:
-            token, _, end = self._token(end)
-            if token in ("{", "["):
-                depth += 1
-            elif token in ("}", "]"):
-                depth -= 1
-        return _Span(start, end)
+            match = _STRING_OR_BRACKET.search(text, pos)
+            if match is None:  # pragma: no cover - json.loads accepted the document
+                raise NotebookError("internal error: unbalanced JSON")
+            char, pos = match.group(), match.end()
+            if char == '"':
+                pos = _string_end(text, pos)
+            else:
+                depth += 1 if char in "[{" else -1
+        return _Span(start, pos)
 
     def members(self, span: _Span) -> dict[str, tuple[_Span, _Span]]:
         """Key → (key span, value span) of the object at ``span`` (the last duplicate wins)."""
@@ -184,6 +188,34 @@ class _JsonScanner:
             pos = value.end
 
 
+def _string_end(text: str, pos: int) -> int:
+    """The offset after the string whose opening quote ends at ``pos``."""
+    while True:
+        quote = text.index('"', pos)
+        if _escaped(text, quote):
+            pos = quote + 1
+        else:
+            return quote + 1
+
+
+def _escaped(text: str, pos: int) -> bool:
+    """Whether an odd number of backslashes precedes ``pos``."""
+    start = pos
+    while start and text[start - 1] == "\\":
+        start -= 1
+    return (pos - start) % 2 == 1
+
+
+def _escapes(text: str, letter: str) -> Iterator[int]:
+    """Offsets of the JSON escapes ``\\<letter>`` in ``text`` (found with str.find: fast)."""
+    needle = "\\" + letter
+    pos = text.find(needle)
+    while pos >= 0:
+        if not _escaped(text, pos):
+            yield pos
+        pos = text.find(needle, pos + 1)
+
+
 def _row_column(text: str, offset: int) -> tuple[int, int]:
     row = text.count("\n", 0, offset) + 1
     return row, offset - (text.rfind("\n", 0, offset) + 1) + 1
@@ -206,14 +238,13 @@ class _StringStyle:
 
     @classmethod
     def of(cls, text: str) -> _StringStyle:
-        has_raw_non_ascii = not text.isascii()
-        escaped_non_ascii = any(m.group(1) is None for m in _ESCAPED_NON_ASCII.finditer(text))
-        hex_digits = "".join(
-            m.group(2) for m in _UNICODE_ESCAPE.finditer(text) if m.group(2) is not None
+        hex_digits = "".join(text[pos + 2 : pos + 6] for pos in _escapes(text, "u"))
+        escaped_non_ascii = any(
+            int(hex_digits[i : i + 4], 16) >= 0x80 for i in range(0, len(hex_digits), 4)
         )
         return cls(
-            ensure_ascii=escaped_non_ascii and not has_raw_non_ascii,
-            escape_slash=any(m.group(1) is None for m in _ESCAPED_SLASH.finditer(text)),
+            ensure_ascii=escaped_non_ascii and text.isascii(),
+            escape_slash=next(_escapes(text, "/"), None) is not None,
             upper_hex=any(c in "ABCDEF" for c in hex_digits)
             and not any(c in "abcdef" for c in hex_digits),
         )
@@ -732,12 +763,14 @@ def parse_notebook(data: bytes) -> Notebook:
     skipped: list[int] = []
     for index, (cell, cell_span) in enumerate(zip(cells, cell_spans, strict=True)):
         number = index + 1
-        row, column = _row_column(text, cell_span.start)
         if not isinstance(cell, dict):
-            raise NotebookError(f"cell {number} is {_type_name(cell)}, not an object", row, column)
+            message = f"cell {number} is {_type_name(cell)}, not an object"
+            raise NotebookError(message, *_row_column(text, cell_span.start))
         source = cell.get("source")
         if "source" not in cell:
-            raise NotebookError(f"cell {number} has no `source`", row, column)
+            raise NotebookError(
+                f"cell {number} has no `source`", *_row_column(text, cell_span.start)
+            )
         source_span = scanner.members(cell_span)["source"][1]
         if not (
             isinstance(source, str)
@@ -766,8 +799,7 @@ def parse_notebook(data: bytes) -> Notebook:
                 raise NotebookError(
                     f"cell {number}, line {line_index + 1}: `{content.strip()}` is a comment "
                     "amplint reserves for notebooks; change it to analyse this notebook",
-                    row,
-                    column,
+                    *_row_column(text, source_span.start),
                 )
         ends_line = not joined or joined.endswith(("\n", "\r"))
         code_cells.append(

@@ -131,7 +131,11 @@ TRAINING_CELL = (
     "    y = model(x)  # naïve ☃ \U0001d518 a/b\n"
 )
 OUTPUTS = [
-    {"name": "stdout", "output_type": "stream", "text": ["loss 0.25 — ok\n", "done/\n"]},
+    {
+        "name": "stdout",
+        "output_type": "stream",
+        "text": ["loss 0.25 — ok\n", 'say "hi" [{\n', "C:\\path\\\n", "done/\n"],
+    },
     {
         "data": {"image/png": "iVBORw0KGgo/AAAANSUhEUg==\n", "text/plain": ["<Figure ☃>"]},
         "metadata": {"needs_background": "light"},
@@ -670,6 +674,15 @@ def test_non_ascii_edits_follow_the_writers_escaping() -> None:
         new = nb.with_python_text(nb.python_text.replace("t = 1", "t = '☃'"))
         assert new == fmt.dumps(with_source(doc, 0, "s = 'é'\nt = '☃'"))
         assert b"t = '" + encoded + b"'" in new
+
+
+def test_a_backslash_u_in_python_text_is_not_taken_for_ascii_escaping() -> None:
+    doc = notebook([code('s = "\\u00e9"\nt = 1')])
+    data = Format().dumps(doc)
+    assert data.isascii() and b'"s = \\"\\\\u00e9\\"\\n"' in data
+    nb = parse_notebook(data)
+    new = nb.with_python_text(nb.python_text.replace("t = 1", "t = 'é'"))
+    assert new == Format().dumps(with_source(doc, 0, 's = "\\u00e9"\nt = \'é\''))
 
 
 def test_key_order_outputs_and_metadata_are_kept() -> None:
