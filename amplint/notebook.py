@@ -16,10 +16,12 @@ included, so "cell 3" is the third cell on screen.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import json
 import os
 import re
+import warnings
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -372,8 +374,10 @@ def _is_automagic(line: str) -> bool:
     if state.depth or state.string is not None:
         return False  # the first line of a longer Python statement
     try:
-        compile(line.strip(), "<cell>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `cat "C:\\data"`: an invalid escape warns
+            compile(line.strip(), "<cell>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return True
     return False
 
