@@ -12,6 +12,7 @@ import codecs
 import copy
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from typing import Any
 import libcst
 import nbformat
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from amplint.api import check_source, fix_text
 from amplint.diagnostics import Location
@@ -729,3 +732,88 @@ def test_the_module_parses_with_libcst_and_compiles(doc: Doc) -> None:
     nb: Notebook = parse_notebook(Format().dumps(doc))
     libcst.parse_module(nb.python_text)
     compile(nb.python_text, "<notebook>", "exec")
+
+
+# --- properties ------------------------------------------------------------------------------
+
+FRAGMENTS = [
+    "x = 1",
+    "%time f()",
+    "%%time",
+    "%%bash",
+    "!pip install a \\",
+    "  b",
+    "files = !ls",
+    "obj?",
+    "",
+    "def f():",
+    "    return 'é ☃ \\U0001d518'",
+    "s = '''",
+    "!inside a string",
+    "'''",
+    '"\\u00e9" a/b \\\\',
+    "\t",
+]
+SAFE_LINE = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs",),
+        blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029#",
+    ),
+    max_size=20,
+)
+SOURCES = st.builds(
+    lambda lines, newline, end: newline.join(lines) + end,
+    st.lists(st.sampled_from(FRAGMENTS) | SAFE_LINE, max_size=6),
+    st.sampled_from(["\n", "\r\n"]),
+    st.sampled_from(["", "\n"]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    sources=st.lists(st.tuples(SOURCES, st.booleans(), st.booleans()), min_size=1, max_size=5),
+    fmt=st.sampled_from(list(FORMATS.values())),
+    line=SAFE_LINE,
+    data=st.data(),
+)
+def test_any_notebook_round_trips_and_takes_a_line_into_any_cell(
+    sources: list[tuple[str, bool, bool]], fmt: Format, line: str, data: st.DataObject
+) -> None:
+    cells = [
+        code(source, as_string=as_string, cell_id=f"c{i}")
+        if is_code
+        else markdown(source, cell_id=f"m{i}")
+        for i, (source, as_string, is_code) in enumerate(sources)
+    ]
+    doc = notebook(cells)
+    raw = fmt.dumps(doc)
+    nb = parse_notebook(raw)
+    assert nb.with_python_text(nb.python_text) == raw
+    if not nb.code_cells:
+        return
+    # prepend the line to one analysed cell's segment in python_text
+    number = data.draw(st.sampled_from(nb.code_cells))
+    if number == nb.code_cells[0]:
+        edited = line + "\n" + nb.python_text
+    else:
+        # the separator ends with the cells' own newline, "\r\n" here and there
+        separator = re.search(f"# amplint: cell {number}\r?\n", nb.python_text)
+        assert separator is not None
+        edited = nb.python_text.replace(separator[0], separator[0] + line + "\n")
+    new = nb.with_python_text(edited)
+    original = "".join(sources[number - 1][0])
+    expected = json.loads(raw.decode("utf-8-sig"))
+    cell = expected["cells"][number - 1]
+    cell["source"] = line + "\n" + original if original else line
+    got = json.loads(new.decode("utf-8-sig"))
+    got_cell = got["cells"][number - 1]
+    if isinstance(got_cell["source"], list):
+        got_cell["source"] = "".join(got_cell["source"])
+    if isinstance(cell["source"], list):  # pragma: no cover - replaced above
+        cell["source"] = "".join(cell["source"])
+    assert got == expected
+    # outside the rewritten source value, the bytes are the original ones
+    prefix = len(os.path.commonprefix([raw, new]))
+    suffix = len(os.path.commonprefix([raw[::-1], new[::-1]]))
+    changed = raw[prefix : len(raw) - suffix]
+    assert b'"source"' not in changed and b'"cell_type"' not in changed
