@@ -791,6 +791,14 @@ def parse_notebook(data: bytes) -> Notebook:
         if cell.get("cell_type") != "code" or not is_python:
             continue
         joined = source if isinstance(source, str) else "".join(source)
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise NotebookError(
+                f"cell {number}: the source holds a lone surrogate "
+                f"(\\u{ord(joined[error.start]):04x}), which is not text a kernel can run",
+                *_row_column(text, source_span.start),
+            ) from None
         magic = _cell_magic(joined)
         if magic is not None and magic not in PYTHON_BODY_CELL_MAGICS:
             skipped.append(number)

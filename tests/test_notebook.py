@@ -419,6 +419,16 @@ def test_a_source_that_is_neither_a_string_nor_lines_is_pointed_at(source: str, 
     assert (error.value.row, error.value.column) == (6, 14)
 
 
+def test_a_lone_surrogate_in_a_code_cell_is_refused_not_passed_on() -> None:
+    data = _raw_notebook(
+        '{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [],\n'
+        '  "source": ["x = \'\\ud800\'"]}'
+    )
+    with pytest.raises(NotebookError, match=r"cell 1: .*lone surrogate \(\\ud800\)") as error:
+        parse_notebook(data)
+    assert (error.value.row, error.value.column) == (2, 13)
+
+
 def test_a_cell_using_amplints_reserved_comments_is_refused() -> None:
     for line in ("# amplint: cell 2", "    pass  # amplint: ipython"):
         doc = notebook([code(f"x = 1\n{line}\ny = 2")])
