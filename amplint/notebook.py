@@ -465,7 +465,8 @@ class _CodeCell:
 
 
 class Notebook:
-    """A parsed notebook: its code cells as one module, and the way back to JSON bytes."""
+    """A parsed notebook (made by `parse_notebook`): its code cells as one module, and the way
+    back to JSON bytes."""
 
     def __init__(
         self,
