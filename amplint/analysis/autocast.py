@@ -53,19 +53,10 @@ from typing import TypeVar
 
 import libcst as cst
 
+from amplint.analysis import torch_api
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import bool_value, call_arguments
-from amplint.analysis.torch_api import (
-    AUTOCAST_ORDER,
-    AUTOCASTS,
-    DEFAULT_DTYPE,
-    DEPRECATED_AUTOCAST_ORDER,
-    RUNTIME_AUTOCAST_ORDER,
-    RUNTIME_AUTOCASTS,
-    RUNTIME_DTYPES,
-    symbol,
-)
 from amplint.analysis.tree import ScopeNode, Tree
 from amplint.analysis.values import Values
 
@@ -190,7 +181,7 @@ class AutocastAnalysis:
         if depth > _MAX_DEPTH:
             return None
         qualified = self.names.resolve(func)
-        if qualified in AUTOCASTS or qualified in RUNTIME_AUTOCASTS:
+        if qualified in torch_api.AUTOCASTS or qualified in torch_api.RUNTIME_AUTOCASTS:
             return _Factory(self, qualified or "", ())
         if qualified in NO_OP_CONTEXTS:
             return _NO_OP
@@ -199,7 +190,7 @@ class AutocastAnalysis:
             if not func.args or func.args[0].keyword is not None or func.args[0].star:
                 return None
             inner = self.names.resolve(func.args[0].value)
-            if inner in AUTOCASTS:
+            if inner in torch_api.AUTOCASTS:
                 return _Factory(self, inner or "", tuple(func.args[1:]))
             return None
         if isinstance(func, cst.IfExp):
@@ -267,13 +258,13 @@ class AutocastAnalysis:
     def runtime_autocast(self, call: cst.Call, reported: cst.Call) -> AutocastUse:
         """``amplint.runtime.autocast(device, dtype, enabled, cache_enabled)``: without a
         dtype it runs in the device's (bfloat16 where native, float16 otherwise)."""
-        arguments = call_arguments(call, RUNTIME_AUTOCAST_ORDER)
+        arguments = call_arguments(call, torch_api.RUNTIME_AUTOCAST_ORDER)
         if arguments is None:
-            return AutocastUse(call=reported, device_types=None, dtypes=RUNTIME_DTYPES, disabled=False, runtime=True)
+            return AutocastUse(call=reported, device_types=None, dtypes=torch_api.RUNTIME_DTYPES, disabled=False, runtime=True)
         device_expr, dtype_expr, enabled_expr = (arguments.get(key) for key in ("device", "dtype", "enabled"))
         found = self.values.string_values(device_expr) if device_expr is not None else None
         devices = frozenset(value.split(":")[0] for value in found) if found is not None else None
-        dtypes = self.values.dtype_values(dtype_expr) if dtype_expr is not None else RUNTIME_DTYPES
+        dtypes = self.values.dtype_values(dtype_expr) if dtype_expr is not None else torch_api.RUNTIME_DTYPES
         return AutocastUse(
             call=reported,
             device_types=devices,
@@ -287,11 +278,11 @@ class AutocastAnalysis:
 
     def torch_autocast(self, call: cst.Call, qualified: str, reported: cst.Call) -> AutocastUse:
         """The use of torch's autocast ``qualified`` called with ``call``'s arguments."""
-        if qualified in RUNTIME_AUTOCASTS:
+        if qualified in torch_api.RUNTIME_AUTOCASTS:
             return self.runtime_autocast(call, reported)
-        found = symbol(qualified)
+        found = torch_api.symbol(qualified)
         implied = found.implied_device if found is not None else None
-        arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if implied else AUTOCAST_ORDER)
+        arguments = call_arguments(call, torch_api.DEPRECATED_AUTOCAST_ORDER if implied else torch_api.AUTOCAST_ORDER)
         if arguments is None:
             return AutocastUse(
                 call=reported,
@@ -312,8 +303,8 @@ class AutocastAnalysis:
         dtypes: frozenset[str] | None
         if dtype_expr is not None and not (isinstance(dtype_expr, cst.Name) and dtype_expr.value == "None"):
             dtypes = self.values.dtype_values(dtype_expr)
-        elif devices is not None and all(device in DEFAULT_DTYPE for device in devices):
-            dtypes = frozenset(DEFAULT_DTYPE[device] for device in devices)
+        elif devices is not None and all(device in torch_api.DEFAULT_DTYPE for device in devices):
+            dtypes = frozenset(torch_api.DEFAULT_DTYPE[device] for device in devices)
         else:
             dtypes = None
         enabled_expr = arguments.get("enabled")

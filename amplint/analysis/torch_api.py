@@ -163,19 +163,22 @@ STATE_REPLACEMENTS = frozenset(f"torch.{new}" for new, _ in DEPRECATED_STATE_FUN
 # released code at each tag (torch/amp/autocast_mode.py, torch/amp/grad_scaler.py,
 # torch/__init__.py, torch/_C/__init__.pyi of v1.10 … v2.13); see docs/target-torch.md.
 INTRODUCED: dict[str, tuple[int, int]] = {
-    "torch.autocast": (1, 10),
-    "torch.amp.autocast": (1, 12),
-    "torch.amp.GradScaler": (2, 3),
-    "torch.GradScaler": (2, 3),
-    "torch.amp.custom_fwd": (2, 4),
-    "torch.amp.custom_bwd": (2, 4),
-    "torch.get_autocast_dtype": (2, 4),
-    "torch.set_autocast_dtype": (2, 4),
-    "torch.is_autocast_enabled(device_type)": (2, 4),
-    "torch.set_autocast_enabled(device_type)": (2, 4),
-    "torch.cuda.is_available": (0, 4),
-    "torch.nn.functional.binary_cross_entropy_with_logits": (0, 4),
-    "torch.amp.GradScaler.unscale_": (1, 6),
+    **dict.fromkeys(("torch.cuda.is_available", "torch.nn.functional.binary_cross_entropy_with_logits"), (0, 4)),
+    **dict.fromkeys(("torch.amp.GradScaler.unscale_",), (1, 6)),
+    **dict.fromkeys(("torch.autocast",), (1, 10)),
+    **dict.fromkeys(("torch.amp.autocast",), (1, 12)),
+    **dict.fromkeys(("torch.amp.GradScaler", "torch.GradScaler"), (2, 3)),
+    **dict.fromkeys(
+        (
+            "torch.amp.custom_fwd",
+            "torch.amp.custom_bwd",
+            "torch.get_autocast_dtype",
+            "torch.set_autocast_dtype",
+            "torch.is_autocast_enabled(device_type)",
+            "torch.set_autocast_enabled(device_type)",
+        ),
+        (2, 4),
+    ),
 }
 # torch.cuda.amp / torch.cpu.amp and the device-specific autocast-state functions warn
 # from 2.4 on (FutureWarning; the state functions DeprecationWarning): code that must run

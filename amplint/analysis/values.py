@@ -46,11 +46,9 @@ class Values:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
             return frozenset({value}) if isinstance(value, str) else None
-        if self.modules is not None and isinstance(node, (cst.Name, cst.Attribute)):
-            qualified = self.names.resolve(node)
-            constant = self.modules.constant(qualified) if qualified is not None else None
-            if constant is not None:
-                return frozenset(constant["strings"]) if "strings" in constant else None
+        constant = self._constant(node, "strings")
+        if constant is not None:
+            return constant or None
         if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.string_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
@@ -76,10 +74,9 @@ class Values:
         if qualified is not None and qualified.startswith("torch."):
             alias = DTYPE_ALIASES.get(qualified.removeprefix("torch."))
             return frozenset({alias}) if alias else None
-        if qualified is not None and self.modules is not None:
-            constant = self.modules.constant(qualified)
-            if constant is not None:
-                return frozenset(constant["dtypes"]) if "dtypes" in constant else None
+        constant = self._constant(node, "dtypes")
+        if constant is not None:
+            return constant or None
         if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
             return self._through(node, depth, self.dtype_values)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
@@ -105,6 +102,18 @@ class Values:
             if names is not None and all(name in DTYPE_ALIASES for name in names):
                 return frozenset(DTYPE_ALIASES[name] for name in names)
         return None
+
+    def _constant(self, node: cst.BaseExpression, kind: str) -> frozenset[str] | None:
+        """The ``kind`` ("strings" or "dtypes") values of another project module's constant
+        that ``node`` names; an empty set when the constant holds the other kind; None when
+        ``node`` names no known constant."""
+        if self.modules is None or not isinstance(node, (cst.Name, cst.Attribute)):
+            return None
+        qualified = self.names.resolve(node)
+        constant = self.modules.constant(qualified) if qualified is not None else None
+        if constant is None:
+            return None
+        return frozenset(constant.get(kind, ()))
 
     def _through(
         self,
