@@ -140,9 +140,9 @@ def test_visiting_order_table_is_compared_in_full() -> None:
         else:
             since = _NODE_TYPES_SINCE.get(name)
             assert since is not None, f"_VISIT_ORDER names {name}, which libcst {_LIBCST} does not have"
-            assert _LIBCST < Version(since), f"{name} should exist from libcst {since} (installed {_LIBCST})"
+            assert Version(since) > _LIBCST, f"{name} should exist from libcst {since} (installed {_LIBCST})"
     for name, since in _NODE_TYPES_SINCE.items():
-        assert (name in present) == (_LIBCST >= Version(since)), f"{name}: expected from libcst {since}"
+        assert (name in present) == (Version(since) <= _LIBCST), f"{name}: expected from libcst {since}"
 
 
 def test_samplers_reach_every_node_type_the_table_orders() -> None:
@@ -326,7 +326,7 @@ def test_newer_syntax_is_analysed_or_reported(name: str, monkeypatch: pytest.Mon
     text = _DEPRECATED_SCALER + _NEWER_SYNTAX[name]
     refusal = _libcst_refusal(text)
     since = _PARSED_SINCE.get(name, "0")
-    if since is not None and _LIBCST >= Version(since):
+    if since is not None and Version(since) <= _LIBCST:
         assert refusal is None, f"libcst {_LIBCST} should parse {name}: {refusal}"
 
     codes = [diagnostic.code for diagnostic in check_source(text, "newer.py")]
