@@ -13,10 +13,12 @@ referents of every access, and the qualified names of every name, attribute and 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import inspect
 import re
 import sys
 import sysconfig
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,13 +32,19 @@ from libcst.metadata import (
     PositionProvider,
     ScopeProvider,
 )
+from packaging.version import Version
 
 from amplint.analysis.tree import build_index
+from amplint.api import check_source
+from amplint.engine import parse
+from amplint.engine.config import Settings
 from amplint.engine.context import SourceContext, parent_map, render, syntactic_spans
 from amplint.engine.metadata import FastMetadataWrapper
 from amplint.engine.rule import Rule
+from amplint.engine.runner import Job, Mode, process_source
 from amplint.engine.source import decode
 from amplint.engine.walk import (
+    _VISIT_ORDER,
     TRIVIA,
     ReadOnlyVisitor,
     child_fields,
@@ -66,12 +74,82 @@ def _node_types() -> list[type[cst.CSTNode]]:
     return sorted(found, key=lambda node_type: node_type.__name__)
 
 
+_LIBCST = Version(importlib.metadata.version("libcst"))
+
+# Node types in the table that the oldest supported libcst (pyproject.toml) lacks, with the
+# release that added each to the `libcst` namespace.
+_NODE_TYPES_SINCE: dict[str, str] = {
+    "TemplatedString": "1.8.4",
+    "TemplatedStringExpression": "1.8.4",
+    "LazyImport": "1.9.0",
+    "LazyImportFrom": "1.9.0",
+    "StarredDictComp": "1.9.0",
+}
+
+
+def _visited_fields(node_type: type[cst.CSTNode]) -> list[str]:
+    """The fields libcst's ``_visit_and_replace_children`` visits, in its order."""
+    source = inspect.getsource(node_type._visit_and_replace_children)
+    return list(dict.fromkeys(_VISITED_FIELD.findall(source)))
+
+
+def _holds_nodes(hint: object) -> bool:
+    """Whether a field annotated ``hint`` can hold a node (itself, in a union or a sequence)."""
+    if isinstance(hint, type):
+        return issubclass(hint, cst.CSTNode)
+    return any(_holds_nodes(argument) for argument in typing.get_args(hint))
+
+
+def _node_fields(node_type: type[cst.CSTNode]) -> list[str]:
+    """The dataclass fields of ``node_type`` whose annotation admits a node, in field order."""
+    hints = typing.get_type_hints(node_type)
+    return [field.name for field in dataclasses.fields(node_type) if _holds_nodes(hints[field.name])]
+
+
 @pytest.mark.parametrize("node_type", _node_types(), ids=lambda node_type: node_type.__name__)
 def test_visiting_order_matches_libcst_source(node_type: type[cst.CSTNode]) -> None:
-    source = inspect.getsource(node_type._visit_and_replace_children)
-    visited = list(dict.fromkeys(_VISITED_FIELD.findall(source)))
-    ours = [name for name in child_fields(node_type) if name in visited]
-    assert ours == visited
+    name = node_type.__name__
+    visited = _visited_fields(node_type)
+    node_fields = _node_fields(node_type)
+    # libcst visits every field that can hold a node and nothing else: otherwise its
+    # visitors and node.children would disagree with the fields (libcst before 1.5 never
+    # visited MatchCase.whitespace_before_colon), and an empty reading of the source is
+    # caught here for every node type that has children.
+    assert sorted(visited) == sorted(node_fields), f"{name}: libcst visits {visited}, node fields {node_fields}"
+    table = _VISIT_ORDER.get(name)
+    if table is not None:
+        missing = sorted(set(table) - {field.name for field in dataclasses.fields(node_type)})
+        assert not missing, f"_VISIT_ORDER[{name!r}] names fields libcst {_LIBCST} lacks: {missing}"
+        assert list(table) == visited, f"_VISIT_ORDER[{name!r}] is not libcst {_LIBCST}'s order"
+    else:
+        assert node_fields == visited, f"libcst visits {name} as {visited}, not in field order: add it to _VISIT_ORDER"
+    assert [field for field in child_fields(node_type) if field in node_fields] == visited
+
+
+def test_visiting_order_table_is_compared_in_full() -> None:
+    """Every table entry meets a node type of the installed libcst whose order was read;
+    the only exceptions are node types newer than it."""
+    present = {node_type.__name__: node_type for node_type in _node_types()}
+    compared = {name for name, node_type in present.items() if _visited_fields(node_type)}
+    # Most node types have children; a pattern that stopped matching libcst's source would
+    # compare nothing and pass every per-type test of a leaf.
+    assert len(compared) > len(present) // 2 > 0
+    for name in _VISIT_ORDER:
+        if name in present:
+            assert name in compared, f"{name}: libcst's visiting order was not read"
+        else:
+            since = _NODE_TYPES_SINCE.get(name)
+            assert since is not None, f"_VISIT_ORDER names {name}, which libcst {_LIBCST} does not have"
+            assert Version(since) > _LIBCST, f"{name} should exist from libcst {since} (installed {_LIBCST})"
+    for name, since in _NODE_TYPES_SINCE.items():
+        assert (name in present) == (Version(since) <= _LIBCST), f"{name}: expected from libcst {since}"
+
+
+def test_samplers_reach_every_node_type_the_table_orders() -> None:
+    """The walk and scope comparisons below see each specially ordered node type at least once."""
+    seen = {type(node).__name__ for _, text in _sampler_sources() for node in walk(cst.parse_module(text))}
+    present = {node_type.__name__ for node_type in _node_types()}
+    assert sorted(name for name in _VISIT_ORDER if name in present and name not in seen) == []
 
 
 class _Recorder(cst.CSTVisitor):
@@ -111,9 +189,16 @@ def _sources() -> list[tuple[str, str]]:
         path = stdlib / name
         if path.exists():
             sources.append((name, path.read_text(encoding="utf-8")))
-    sources.append(("syntax-sampler", _SYNTAX_SAMPLER))
-    sources.append(("syntax-sampler-crlf", _SYNTAX_SAMPLER.replace("\n", "\r\n")))
-    return sources
+    return sources + _sampler_sources()
+
+
+def _sampler_sources() -> list[tuple[str, str]]:
+    """The syntax samplers, with each newer feature the installed libcst parses."""
+    sources = [
+        ("syntax-sampler", _SYNTAX_SAMPLER),
+        ("syntax-sampler-crlf", _SYNTAX_SAMPLER.replace("\n", "\r\n")),
+    ]
+    return sources + [(name, text) for name, text in _NEWER_SYNTAX.items() if _libcst_refusal(text) is None]
 
 
 _SYNTAX_SAMPLER = """
@@ -147,7 +232,122 @@ async def g(*, x):
         x -= 1
     else:
         ...
+def outer(items):
+    count = 0
+    def inner():
+        nonlocal count
+        try:
+            count += 1
+        except (KeyError, IndexError):
+            return {"a": 1, **items} or {c for c in items} and not (i for i in items)
+        if count: pass
+        elif items: return ["x" "y", *items]
+        else: return {1, 2}
+    match items:
+        case (1, 2) | [3, *_]:
+            pass
+    return inner
 """
+
+# Syntax newer than the oldest Python amplint runs on (3.10), one feature each. Every source
+# the installed libcst parses joins the samplers above (walk, spans, render and scope analysis
+# held to libcst's); test_newer_syntax_is_analysed_or_reported covers all of them.
+_NEWER_SYNTAX: dict[str, str] = {
+    "pep695-generic-function": (
+        "def first[T: (int, str), *Ts, **P](items: list[T], *rest: *Ts) -> T:\n"
+        "    def inner[U: T](u: U) -> U:\n"
+        "        return u\n"
+        "    return inner(items[0])\n"
+    ),
+    "pep695-generic-class": (
+        "class Box[T: Hashable](Base[T], metaclass=Meta):\n"
+        "    item: T\n"
+        "    def get[S](self, default: S) -> T | S:\n"
+        "        return self.item or default\n"
+    ),
+    "pep695-type-alias": (
+        "type Pair = tuple[int, int]\n"
+        "type Tree[T] = T | list[Tree[T]]\n"
+        "class C:\n"
+        "    type Local[K, V] = dict[K, V]\n"
+    ),
+    "pep696-type-parameter-defaults": (
+        "class A[T = int, *Ts = *tuple[int, str], **P = [int, str]]: pass\n"
+        "def f[T: int = bool](x: T) -> T: return x\n"
+        "type Alias[K = str, V = K] = dict[K, V]\n"
+    ),
+    "pep701-nested-quotes": (
+        'a = f"{"nested"} {f"{f"{x!r}"}"} {y:{"width"}}"\n'
+        "b = f'{\"\\n\".join(lines)}' f\"{d['key']}\"\n"
+    ),
+    "pep701-multiline-and-comments": (
+        'total = f"""{\n'
+        "    a  # a comment inside the expression\n"
+        '    + b  # "quotes" in a comment\n'
+        '}"""\n'
+        'short = f"{\n    x\n    if x else y  # comment\n}"\n'
+    ),
+    "pep750-template-strings": (
+        'greeting = t"hello {name!r:>{width}} {value=}"\n'
+        'raw = rt"\\d{x}" + t"""\n{block}\n"""\n'
+        'nested = t"{t"{inner}"}"\n'
+    ),
+    # Two template strings side by side: libcst 1.9.0 fails on it with an internal error.
+    "pep750-implicit-concatenation": 't"a {x}" t"b {y}"\n',
+    "pep798-unpacking-in-comprehensions": "merged = {**m for m in maps}\nflat = [*xs for xs in rows]\n",
+    "pep810-lazy-imports": "lazy import a.b as c\nlazy from .x import (y, z)\n",
+}
+
+# The first libcst release that parses each feature the oldest supported one does not;
+# features not listed must parse on every supported libcst.
+_PARSED_SINCE: dict[str, str | None] = {
+    "pep750-template-strings": "1.8.4",
+    "pep750-implicit-concatenation": None,
+    "pep798-unpacking-in-comprehensions": "1.9.0",
+    "pep810-lazy-imports": "1.9.0",
+}
+
+
+def _libcst_refusal(text: str) -> BaseException | None:
+    try:
+        cst.parse_module(text)
+    except Exception as error:  # noqa: BLE001 - how libcst refuses is what is recorded
+        return error
+    return None
+
+
+_DEPRECATED_SCALER = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+
+
+@pytest.mark.parametrize("name", list(_NEWER_SYNTAX))
+def test_newer_syntax_is_analysed_or_reported(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Analysed where libcst parses it; else AMP900 where the running Python cannot compile
+    it either, and the documented warning where it can. Never AMP999, never an exception."""
+    text = _DEPRECATED_SCALER + _NEWER_SYNTAX[name]
+    refusal = _libcst_refusal(text)
+    since = _PARSED_SINCE.get(name, "0")
+    if since is not None and Version(since) <= _LIBCST:
+        assert refusal is None, f"libcst {_LIBCST} should parse {name}: {refusal}"
+
+    codes = [diagnostic.code for diagnostic in check_source(text, "newer.py")]
+    if refusal is None:
+        assert codes == ["AMP001"]  # the file was analysed
+        return
+    if parse.cpython_compiles(text) is not None:
+        assert codes == ["AMP900"]  # this Python refuses it too: the user's syntax error here
+    else:
+        assert codes == ([] if isinstance(refusal, cst.ParserSyntaxError) else ["AMP900"])
+
+    # On a Python that compiles it (3.12+; 3.14 for template strings), as if here.
+    monkeypatch.setattr(parse, "cpython_compiles", lambda text, path="<unknown>": None)
+    report = process_source("newer.py", text.encode(), Job(Mode.CHECK, Settings(), all_rules()))
+    if isinstance(refusal, cst.ParserSyntaxError):
+        assert report.diagnostics == []
+        assert report.warnings and "libcst cannot parse this valid Python" in report.warnings[0]
+    else:
+        # libcst failing inside is its bug, reported as AMP900 (engine/parse.py).
+        assert [d.code for d in report.diagnostics] == ["AMP900"]
+        assert "cannot parse" in report.diagnostics[0].message
 
 
 @pytest.mark.parametrize(("name", "text"), _sources(), ids=[name for name, _ in _sources()])
