@@ -178,7 +178,8 @@ def amp_check(
     dict of keyword arguments) on its own device, under autocast at ``dtype`` (default
     :func:`amp_dtype`) and in float32: module output dtypes once, then ``warmup`` +
     ``repeat`` timed steps each way (forward, plus backward to the parameters when
-    ``backward`` and the output needs gradients). Gradients go through
+    ``backward`` and the output needs gradients; with ``backward=False`` the forward runs
+    without autograd, as inference does). Gradients go through
     ``torch.autograd.grad``, so ``.grad``, parameters, buffers and the global random
     state are left as they were. With ``strict`` (the default), raises
     :class:`AmpCheckError` when no module produced float16/bfloat16 output.
@@ -190,16 +191,18 @@ def amp_check(
     device = model_device(model, sample_inputs)
     chosen = dtype if dtype is not None else amp_dtype(device)
     params = [p for p in model.parameters() if p.requires_grad]
+    # The caller's no_grad() counts as backward=False.
+    backward = backward and torch.is_grad_enabled() and bool(params)
     exclude = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
     buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
     memory_api = _memory_api(device)
 
     def step(mixed: bool) -> None:
-        context = autocast(device, chosen, enabled=mixed)
-        with context:
+        # Forward-only means inference: no graph, nothing saved for a backward.
+        with autocast(device, chosen, enabled=mixed), torch.set_grad_enabled(backward):
             output = call_model(model, sample_inputs)
         outputs = [t for t in float_tensors(output) if t.requires_grad]
-        if backward and outputs and params:
+        if backward and outputs:
             loss = torch.stack([t.float().sum() for t in outputs]).sum()
             torch.autograd.grad(loss, params, allow_unused=True)
 
@@ -246,7 +249,7 @@ def amp_check(
         output_dtypes=output_dtypes,
         low_precision_modules=low,
         modules=len(module_dtypes),
-        backward=backward and bool(params),
+        backward=backward,
         fp32_seconds=fp32_seconds,
         amp_seconds=amp_seconds,
         fp32_peak_memory=fp32_peak,

@@ -255,7 +255,11 @@ class PrecisionReport:
                     raise
             else:
                 Table = table_module.Table
-                console = console_module.Console(file=out)
+                # Written to a file or pipe, rich would wrap at 80 columns; give it the
+                # plain table's width plus room for its borders instead.
+                is_terminal = getattr(out, "isatty", lambda: False)()
+                width = None if is_terminal else max(map(len, self.to_text().splitlines())) + 12
+                console = console_module.Console(file=out, width=width)
                 console.print(self._title())
                 for title, header, rows in (
                     ("modules", self._MODULE_HEADER, self._module_rows()),
