@@ -160,6 +160,12 @@ class StabilityMonitor:
         self.dtype = dtype
         self._history: deque[StepRecord] = deque(maxlen=history)
         self._window: deque[StepRecord] = deque(maxlen=window)
+        # Kept up to date as records enter and leave the window, so that a step costs the
+        # same whatever the window's length: its skip count, its falling maxima of the
+        # scale, and the finite gradient norms of its applied steps.
+        self._window_skips = 0
+        self._scale_peaks: deque[tuple[int, float]] = deque()
+        self._norms: deque[tuple[int, float]] = deque()
         self._skip_threshold = max(1, math.ceil(max_skip_rate * window))
         self.steps = 0
         self.skipped_steps = 0
@@ -229,7 +235,7 @@ class StabilityMonitor:
         self.steps += 1
         record = StepRecord(self.steps, loss_f, norm_f, scale_f, was_skipped)
         self._history.append(record)
-        self._window.append(record)
+        self._push(record)
         if was_skipped:
             self.skipped_steps += 1
             self.consecutive_skipped_steps += 1
@@ -237,6 +243,36 @@ class StabilityMonitor:
             self.consecutive_skipped_steps = 0
         self._detect(record, stacklevel + 1)
         return record
+
+    def _push(self, record: StepRecord) -> None:
+        """Add ``record`` to the window and update what is kept about it."""
+        if len(self._window) == self._window.maxlen:
+            self._window_skips -= self._window[0].skipped
+        self._window.append(record)
+        self._window_skips += record.skipped
+        oldest = self._window[0].step
+        if record.scale is not None:
+            while self._scale_peaks and self._scale_peaks[-1][1] <= record.scale:
+                self._scale_peaks.pop()
+            self._scale_peaks.append((record.step, record.scale))
+        while self._scale_peaks and self._scale_peaks[0][0] < oldest:
+            self._scale_peaks.popleft()
+        while self._norms and self._norms[0][0] < oldest:
+            self._norms.popleft()
+
+    def _rebuild_window(self, records: list[StepRecord]) -> None:
+        self._window.clear()
+        self._window_skips = 0
+        self._scale_peaks.clear()
+        self._norms.clear()
+        for record in records:
+            self._push(record)
+            self._add_norm(record)
+
+    def _add_norm(self, record: StepRecord) -> None:
+        norm = record.grad_norm
+        if not record.skipped and norm is not None and math.isfinite(norm):
+            self._norms.append((record.step, norm))
 
     # -- detections --------------------------------------------------------------------------
 
@@ -333,14 +369,14 @@ class StabilityMonitor:
 
     def window_skips(self) -> int:
         """Skipped steps among the records in the current window."""
-        return sum(r.skipped for r in self._window)
+        return self._window_skips
 
     def _scale_drop(self) -> tuple[float, float] | None:
-        """(highest scale in the window, current scale), when both are known and positive."""
-        scales = [r.scale for r in self._window if r.scale is not None]
-        if not scales or scales[-1] <= 0:
+        """(highest scale in the window, latest scale), when both are known and positive."""
+        if not self._scale_peaks:
             return None
-        return max(scales), scales[-1]
+        latest = self._scale_peaks[-1][1]  # the newest scale is always the last peak
+        return (self._scale_peaks[0][1], latest) if latest > 0 else None
 
     def _detect_overflow(self, record: StepRecord, stacklevel: int) -> None:
         skips = self.window_skips()
@@ -387,8 +423,8 @@ class StabilityMonitor:
 
     def _detect_spike(self, record: StepRecord, stacklevel: int) -> None:
         norm = record.grad_norm
-        earlier = [r.grad_norm for r in list(self._window)[:-1] if not r.skipped]
-        baseline = [n for n in earlier if n is not None and math.isfinite(n)]
+        baseline = [n for _, n in self._norms]  # the window's earlier applied steps
+        self._add_norm(record)
         if norm is None or not math.isfinite(norm) or len(baseline) < self.spike_min_steps:
             return
         median = statistics.median(baseline)
@@ -435,7 +471,7 @@ class StabilityMonitor:
 
         The window-based detections then need fresh evidence; consecutive skips restart.
         """
-        self._window.clear()
+        self._rebuild_window([])
         self.consecutive_skipped_steps = 0
         self._overflow_reason = None
         self._active.difference_update(_WINDOW_CONDITIONS)
@@ -517,10 +553,8 @@ class StabilityMonitor:
         ]
         self._history.clear()
         self._history.extend(records)
-        self._window.clear()
         length = min(int(state.get("window_length", 0)), len(records), self.window)
-        if length:
-            self._window.extend(records[-length:])
+        self._rebuild_window(records[-length:] if length else [])
         self.steps = int(state.get("steps", 0))
         self.skipped_steps = int(state.get("skipped_steps", 0))
         self.consecutive_skipped_steps = int(state.get("consecutive_skipped_steps", 0))
