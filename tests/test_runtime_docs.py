@@ -23,11 +23,15 @@ LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 
 
 @pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
+def _one_thread_and_tf32_restored() -> Iterator[None]:
+    """One intra-op thread; and the hardware page's enable_tf32() undone (on a GPU box)."""
     threads = torch.get_num_threads()
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = matmul
+    torch.backends.cudnn.allow_tf32 = cudnn
 
 
 def test_there_is_a_page_per_component() -> None:

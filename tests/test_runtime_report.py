@@ -345,7 +345,14 @@ def test_plain_text_table() -> None:
 
 
 def test_print_without_rich_is_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "rich", None)
+    # An earlier test may have imported rich's submodules: block them all.
+    for name in [
+        "rich",
+        "rich.console",
+        "rich.table",
+        *[m for m in sys.modules if m.startswith("rich.")],
+    ]:
+        monkeypatch.setitem(sys.modules, name, None)
     report = precision_report(_mlp(), torch.randn(2, 32), torch.bfloat16)
     out = io.StringIO()
     report.print(out)
