@@ -112,7 +112,7 @@ class StabilityMonitor:
       (:class:`LossScaleWarning`);
     * at least ``max_skip_rate`` of a ``window``-step window skipped, or the loss scale
       down by ``max_scale_drop`` or more within the window (:class:`OverflowWarning`;
-      both also set :attr:`persistent_overflow`);
+      either sets :attr:`persistent_overflow`);
     * a gradient norm above ``spike_factor`` times the median of the window's earlier
       finite norms, once ``spike_min_steps`` of those exist (:class:`GradNormSpikeWarning`).
 
@@ -416,8 +416,6 @@ class StabilityMonitor:
             self._overflow_reason = (
                 f"loss scale fell from {drop[0]:g} to {drop[1]:g} within {len(self._window)} steps"
             )
-        elif record.scale is not None and record.scale < 1.0:
-            self._overflow_reason = f"loss scale collapsed to {record.scale:g}"
         else:
             self._overflow_reason = None
 
@@ -448,7 +446,9 @@ class StabilityMonitor:
     def persistent_overflow(self) -> bool:
         """True while the window shows float16 overflowing persistently (what fallback acts on).
 
-        That is: the skip rate or the scale drop is over its limit, or the scale is below 1.
+        That is: the window's skip rate or scale drop is over its limit. A scale below 1
+        alone is a :class:`LossScaleWarning`, not persistent overflow: after a fallback
+        stage the scale starts low, and only new skips should lead to the next stage.
         """
         return self._overflow_reason is not None
 
