@@ -29,11 +29,11 @@ from amplint.runtime import doctor
 # -- fake hardware ------------------------------------------------------------------------------
 
 
-
 def _grad(parameter: torch.Tensor) -> torch.Tensor:
     """A parameter's gradient, which a backward has certainly populated."""
     assert parameter.grad is not None
     return parameter.grad
+
 
 def _index(device: Any) -> int:
     if device is None:
@@ -72,6 +72,13 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, no_accelerators: None) -> Callabl
             "is_bf16_supported",
             lambda including_emulation=True: hip is not None or gpus[0][1] >= (8, 0),
         )
+        monkeypatch.setattr(
+            torch.cuda,
+            "get_device_properties",
+            lambda device=None: types.SimpleNamespace(
+                name=gpus[_index(device)][0], total_memory=GPU_MEMORY[gpus[_index(device)][0]]
+            ),
+        )
         monkeypatch.setattr(torch.version, "hip", hip)
 
     return install
@@ -100,10 +107,20 @@ def fake_mps(
     return install
 
 
+P100 = ("Tesla P100-PCIE-16GB", (6, 0))
 V100 = ("Tesla V100-SXM2-16GB", (7, 0))
 T4 = ("Tesla T4", (7, 5))
 A100 = ("NVIDIA A100-SXM4-40GB", (8, 0))
 H100 = ("NVIDIA H100 80GB HBM3", (9, 0))
+MI250X = ("AMD Instinct MI250X", (9, 0))
+GPU_MEMORY = {
+    P100[0]: 16 * 2**30,
+    V100[0]: 16 * 2**30,
+    T4[0]: 15 * 2**30,
+    A100[0]: 40 * 2**30,
+    H100[0]: 80 * 2**30,
+    MI250X[0]: 64 * 2**30,
+}
 
 
 # -- device_type / default_device -------------------------------------------------------------
@@ -626,7 +643,7 @@ def test_capabilities_cuda(
 
 
 def test_capabilities_rocm_has_bf16_but_no_tf32(fake_cuda: Callable[..., None]) -> None:
-    fake_cuda(("AMD Instinct MI250X", (9, 0)), hip="6.1")
+    fake_cuda(MI250X, hip="6.1")
     caps = runtime.capabilities("cuda")
     assert caps.bf16_supported and not caps.tf32_supported
     assert caps.recommended_dtype == torch.bfloat16
@@ -669,6 +686,125 @@ def test_capabilities_device_without_autocast() -> None:
     assert caps.recommended_dtype == torch.float32
 
 
+@pytest.mark.parametrize(
+    ("gpu", "tensor_cores"), [(P100, False), (V100, True), (T4, True), (A100, True)]
+)
+def test_capabilities_count_memory_and_tensor_cores(
+    fake_cuda: Callable[..., None], gpu: tuple[str, tuple[int, int]], tensor_cores: bool
+) -> None:
+    fake_cuda(H100, gpu)
+    caps = runtime.capabilities("cuda:1")
+    assert caps.device_count == 2
+    assert caps.total_memory == GPU_MEMORY[gpu[0]]
+    assert caps.compute_capability == gpu[1]
+    # Tensor cores arrived with Volta (compute capability 7.0).
+    assert caps.tensor_cores is tensor_cores
+
+
+def test_capabilities_rocm_reports_memory_but_no_compute_capability(
+    fake_cuda: Callable[..., None],
+) -> None:
+    fake_cuda(MI250X, hip="6.1")
+    caps = runtime.capabilities("cuda")
+    assert caps.total_memory == GPU_MEMORY[MI250X[0]]
+    assert caps.compute_capability is None and caps.tensor_cores is None
+
+
+def test_capabilities_without_device_properties(
+    fake_cuda: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_cuda(A100)
+
+    def unavailable(device: Any = None) -> None:
+        raise RuntimeError("no properties")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", unavailable)
+    caps = runtime.capabilities("cuda")
+    assert caps.total_memory is None and caps.tensor_cores is True
+
+
+def test_capabilities_cpu_and_absent_devices_counts() -> None:
+    caps = runtime.capabilities("cpu")
+    assert caps.device_count == 1
+    assert caps.total_memory is None and caps.tensor_cores is None
+    assert caps.compute_capability is None
+
+
+def test_capabilities_absent_cuda_has_no_devices(no_accelerators: None) -> None:
+    caps = runtime.capabilities("cuda")
+    assert caps.device_count == 0 and caps.total_memory is None
+
+
+def test_capabilities_xpu_memory_and_matrix_engines(
+    fake_xpu: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        torch.xpu,
+        "get_device_properties",
+        lambda device=None: types.SimpleNamespace(
+            total_memory=64 * 2**30, has_subgroup_matrix_multiply_accumulate=True
+        ),
+    )
+    caps = runtime.capabilities("xpu")
+    assert caps.device_count == 1
+    assert caps.total_memory == 64 * 2**30 and caps.tensor_cores is True
+
+
+# -- enable_tf32 -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tf32_flags() -> Iterator[None]:
+    """Leave torch's global TF32 switches as the test found them."""
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = matmul
+    torch.backends.cudnn.allow_tf32 = cudnn
+
+
+def test_enable_tf32_on_cpu_changes_nothing(tf32_flags: None) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    status = runtime.enable_tf32("cpu")
+    assert not status.supported and not status.changed
+    assert status.matmul is None and status.cudnn is None
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    assert "nothing changed" in str(status) and "compute capability 8.0" in str(status)
+
+
+@pytest.mark.parametrize("gpu", [V100, T4])
+def test_enable_tf32_before_ampere_changes_nothing(
+    fake_cuda: Callable[..., None], tf32_flags: None, gpu: tuple[str, tuple[int, int]]
+) -> None:
+    fake_cuda(gpu)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    status = runtime.enable_tf32("cuda")
+    assert not status.supported and torch.backends.cuda.matmul.allow_tf32 is False
+    assert gpu[0] in status.message
+
+
+def test_enable_tf32_on_ampere_turns_both_switches_on(
+    fake_cuda: Callable[..., None], tf32_flags: None
+) -> None:
+    fake_cuda(A100)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    status = runtime.enable_tf32()
+    assert status.supported and status.changed
+    assert status.matmul == (False, True) and status.cudnn == (True, True)
+    assert torch.backends.cuda.matmul.allow_tf32 is True
+    assert torch.backends.cudnn.allow_tf32 is True
+    assert "matmuls turned on" in str(status) and "convolutions already on" in str(status)
+    again = runtime.enable_tf32()
+    assert not again.changed and "matmuls already on" in str(again)
+
+
+def test_enable_tf32_on_rocm_changes_nothing(
+    fake_cuda: Callable[..., None], tf32_flags: None
+) -> None:
+    fake_cuda(MI250X, hip="6.1")
+    assert not runtime.enable_tf32("cuda").supported
+
+
 # -- doctor ---------------------------------------------------------------------------------
 
 
@@ -705,6 +841,27 @@ def test_doctor_report_lists_each_gpu(fake_cuda: Callable[..., None]) -> None:
     assert (table["cuda:1"]["bf16"], table["cuda:1"]["tf32"]) == ("yes", "yes")
     assert table["cuda:1"]["recommended"] == "bfloat16"
     assert table["cuda:1"]["GradScaler"] == "not needed"
+
+
+def test_doctor_report_shows_memory_tensor_cores_and_tf32(
+    fake_cuda: Callable[..., None], tf32_flags: None
+) -> None:
+    fake_cuda(P100, A100)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    report = doctor.doctor_report()
+    assert "default device: cuda (2 present)" in report
+    table = _table(report)
+    assert table["cuda:0"]["compute"] == "6.0" and table["cuda:0"]["tensor cores"] == "no"
+    assert table["cuda:1"]["compute"] == "8.0" and table["cuda:1"]["tensor cores"] == "yes"
+    assert table["cuda:1"]["memory"] == "40.0 GiB"
+    assert table["cpu"]["memory"] == "-" and table["cpu"]["tensor cores"] == "-"
+    assert "TF32: CUDA matmuls off" in report and "enable_tf32()" in report
+    runtime.enable_tf32("cuda:1")
+    assert "TF32: CUDA matmuls on, cuDNN on\n" in doctor.doctor_report()
+
+
+def test_doctor_report_without_tf32_hardware(no_accelerators: None) -> None:
+    assert "TF32: no device here supports it" in doctor.doctor_report()
 
 
 def test_doctor_report_mps(fake_mps: Callable[[tuple[int, int]], None]) -> None:

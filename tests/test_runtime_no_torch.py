@@ -49,6 +49,12 @@ CALLS = {
     "dist_backend": "runtime.dist_backend('cuda')",
     "capabilities": "runtime.capabilities('cpu')",
     "MixedPrecision": "runtime.MixedPrecision('cpu')",
+    "StabilityMonitor": "runtime.StabilityMonitor()",
+    "precision_report": "runtime.precision_report(None, None)",
+    "amp_check": "runtime.amp_check(None, None)",
+    "enable_tf32": "runtime.enable_tf32()",
+    "keep_float32": "runtime.keep_float32(None, [])",
+    "fallback_dtype": "runtime.fallback_dtype('cpu', 'auto')",
     "doctor_report": "doctor.doctor_report()",
 }
 
@@ -112,9 +118,26 @@ def test_importing_the_package_does_not_import_torch() -> None:
         """
         import sys
         import amplint.runtime, amplint.runtime.doctor
-        print("torch" in sys.modules)
+        print("torch" in sys.modules, "rich" in sys.modules)
         """
     )
     proc = _run("", body)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.stdout.strip() == "False False"
+
+
+@pytest.mark.parametrize("blocker", sorted(BLOCKERS))
+def test_pure_python_parts_work_without_torch(blocker: str) -> None:
+    """The fallback policy and the warning classes are plain Python: usable in config code."""
+    body = textwrap.dedent(
+        """
+        import warnings
+        from amplint.runtime import Fallback, LossScaleWarning, PrecisionWarning
+        assert Fallback.coerce("auto") == Fallback(dtype="auto")
+        assert issubclass(LossScaleWarning, PrecisionWarning)
+        print("ok")
+        """
+    )
+    proc = _run(BLOCKERS[blocker], body)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

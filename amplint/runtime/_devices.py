@@ -25,7 +25,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from amplint.runtime._torch import needs_torch
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Capabilities",
     "DeviceLike",
+    "Tf32Status",
     "amp_dtype",
     "as_device",
     "autocast_usable",
@@ -43,6 +44,8 @@ __all__ = [
     "default_device",
     "device_type",
     "dist_backend",
+    "enable_tf32",
+    "tf32_flags",
 ]
 
 DeviceLike: TypeAlias = Union[str, "torch.device", int, None]
@@ -50,6 +53,9 @@ DeviceLike: TypeAlias = Union[str, "torch.device", int, None]
 
 _DIST_BACKENDS = {"cuda": "nccl", "xpu": "xccl"}
 _AMPERE = (8, 0)
+_VOLTA = (7, 0)
+# What torch raises for device queries on a build or machine without that device.
+_QUERY_ERRORS = (AssertionError, AttributeError, RuntimeError, ValueError)
 
 
 @needs_torch
@@ -176,6 +182,10 @@ class Capabilities:
     recommended_dtype: torch.dtype
     needs_grad_scaler: bool
     dist_backend: str
+    device_count: int = 0
+    total_memory: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    tensor_cores: bool | None = None
 
 
 def _cpu_name() -> str:
@@ -200,13 +210,50 @@ def _mps_name() -> str:
     return "Apple GPU (MPS)"
 
 
+def _device_properties(kind: str, device: torch.device) -> Any:
+    """``torch.<kind>.get_device_properties(device)``, or None where torch cannot say."""
+    import torch
+
+    backend = getattr(torch, kind, None)
+    get_properties = getattr(backend, "get_device_properties", None)
+    if get_properties is None:
+        return None
+    try:
+        return get_properties(device)
+    except _QUERY_ERRORS:
+        return None
+
+
+def _device_count(kind: str) -> int:
+    import torch
+
+    if kind in ("cpu", "mps"):
+        return 1
+    count = getattr(getattr(torch, kind, None), "device_count", None)
+    if count is None:
+        return 1
+    try:
+        return int(count())
+    except _QUERY_ERRORS:
+        return 0
+
+
+def _memory(properties: Any) -> int | None:
+    total = getattr(properties, "total_memory", None)
+    return int(total) if isinstance(total, int) and total > 0 else None
+
+
 @needs_torch
 def capabilities(device: DeviceLike = None) -> Capabilities:
     """Mixed-precision facts about ``device`` (default: :func:`default_device`).
 
     ``bf16_supported``/``fp16_supported`` mean autocast can run at that dtype on this
     device; ``tf32_supported`` is only reported for CUDA (Ampere and newer, not ROCm).
-    An absent device reports everything as unsupported.
+    ``device_count``, ``total_memory`` (bytes), ``compute_capability`` and
+    ``tensor_cores`` are filled in where torch reports them (CUDA, XPU) and None
+    otherwise; tensor cores are reported for NVIDIA GPUs (compute capability 7.0 and
+    newer) and for XPU's matrix engines. An absent device reports everything as
+    unsupported.
     """
     import torch
 
@@ -216,15 +263,29 @@ def capabilities(device: DeviceLike = None) -> Capabilities:
     recommended = amp_dtype(dev)
     bf16 = fp16 = tf32 = False
     name = kind
+    count = 0
+    memory: int | None = None
+    capability: tuple[int, int] | None = None
+    tensor_cores: bool | None = None
     if available:
+        count = _device_count(kind)
         if kind == "cuda":
             name = str(torch.cuda.get_device_name(dev))
             bf16 = _cuda_bf16_native(dev)
             fp16 = True
             tf32 = not torch.version.hip and bf16
+            memory = _memory(_device_properties(kind, dev))
+            if not torch.version.hip:
+                major, minor = torch.cuda.get_device_capability(dev)
+                capability = (int(major), int(minor))
+                tensor_cores = capability >= _VOLTA
         elif kind == "xpu":
             name = str(torch.xpu.get_device_name(dev))
             bf16 = fp16 = True
+            properties = _device_properties(kind, dev)
+            memory = _memory(properties)
+            xmx = getattr(properties, "has_subgroup_matrix_multiply_accumulate", None)
+            tensor_cores = xmx if isinstance(xmx, bool) else None
         elif kind == "mps":
             name = _mps_name()
             bf16 = _mps_bf16_supported()
@@ -246,4 +307,88 @@ def capabilities(device: DeviceLike = None) -> Capabilities:
         recommended_dtype=recommended,
         needs_grad_scaler=available and recommended == torch.float16,
         dist_backend=_DIST_BACKENDS.get(kind, "gloo"),
+        device_count=count,
+        total_memory=memory,
+        compute_capability=capability,
+        tensor_cores=tensor_cores,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Tf32Status:
+    """What :func:`enable_tf32` found and did; ``str()`` says it in a sentence.
+
+    ``matmul`` and ``cudnn`` are ``(before, after)`` for
+    ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``;
+    None where TF32 is not supported (nothing was touched).
+    """
+
+    device: str
+    supported: bool
+    matmul: tuple[bool, bool] | None
+    cudnn: tuple[bool, bool] | None
+    message: str
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            flags is not None and flags[0] != flags[1] for flags in (self.matmul, self.cudnn)
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def tf32_flags() -> tuple[bool, bool]:
+    """The current (CUDA matmul, cuDNN) TF32 switches."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32)
+
+
+@needs_torch
+def enable_tf32(device: DeviceLike = None) -> Tf32Status:
+    """Let float32 matmuls and convolutions use TF32 on ``device`` if it supports it.
+
+    TF32 (a 10-bit mantissa inside the tensor cores) speeds up the float32 work that
+    autocast leaves in float32 — and whole float32 runs — on NVIDIA GPUs of compute
+    capability 8.0 and newer; torch leaves it off for matmuls by default. On such a GPU
+    this sets ``torch.backends.cuda.matmul.allow_tf32`` and
+    ``torch.backends.cudnn.allow_tf32``; anywhere else it changes nothing. Either way
+    the result says what it did.
+    """
+    import torch
+
+    dev = as_device(device)
+    caps = capabilities(dev)
+    if not caps.tf32_supported:
+        where = f"{dev} ({caps.name})" if caps.available else f"{dev} (not present)"
+        return Tf32Status(
+            device=str(dev),
+            supported=False,
+            matmul=None,
+            cudnn=None,
+            message=(
+                f"TF32 not enabled: it needs an NVIDIA GPU of compute capability 8.0 or newer, "
+                f"and {where} is not one; nothing changed"
+            ),
+        )
+    matmul_before, cudnn_before = tf32_flags()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    matmul_after, cudnn_after = tf32_flags()
+
+    def state(before: bool, after: bool) -> str:
+        return "already on" if before else ("turned on" if after else "could not be turned on")
+
+    return Tf32Status(
+        device=str(dev),
+        supported=True,
+        matmul=(matmul_before, matmul_after),
+        cudnn=(cudnn_before, cudnn_after),
+        message=(
+            f"TF32 on {dev} ({caps.name}): CUDA matmuls {state(matmul_before, matmul_after)}, "
+            f"cuDNN convolutions {state(cudnn_before, cudnn_after)}. float32 matmuls now round "
+            "their inputs to a 10-bit mantissa inside the tensor cores."
+        ),
     )

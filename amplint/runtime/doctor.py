@@ -11,7 +11,13 @@ from __future__ import annotations
 import platform
 import sys
 
-from amplint.runtime._devices import Capabilities, capabilities, default_device, dist_backend
+from amplint.runtime._devices import (
+    Capabilities,
+    capabilities,
+    default_device,
+    dist_backend,
+    tf32_flags,
+)
 from amplint.runtime._torch import TorchNotInstalledError, needs_torch
 
 __all__ = ["TorchNotInstalledError", "doctor_report", "main"]
@@ -19,7 +25,18 @@ __all__ = ["TorchNotInstalledError", "doctor_report", "main"]
 EXIT_OK = 0
 EXIT_NO_TORCH = 2
 
-_HEADER = ("device", "name", "bf16", "fp16", "tf32", "recommended", "GradScaler")
+_HEADER = (
+    "device",
+    "name",
+    "compute",
+    "bf16",
+    "fp16",
+    "tf32",
+    "tensor cores",
+    "memory",
+    "recommended",
+    "GradScaler",
+)
 
 
 def _devices() -> list[str]:
@@ -40,13 +57,25 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def _unknown_or_yes(flag: bool | None) -> str:
+    return "-" if flag is None else _yes(flag)
+
+
+def _memory(total: int | None) -> str:
+    return "-" if total is None else f"{total / 2**30:.1f} GiB"
+
+
 def _row(device: str, caps: Capabilities) -> tuple[str, ...]:
+    capability = caps.compute_capability
     return (
         device,
         caps.name,
+        "-" if capability is None else f"{capability[0]}.{capability[1]}",
         _yes(caps.bf16_supported),
         _yes(caps.fp16_supported),
         _yes(caps.tf32_supported),
+        _unknown_or_yes(caps.tensor_cores),
+        _memory(caps.total_memory),
         str(caps.recommended_dtype).removeprefix("torch."),
         "needed" if caps.needs_grad_scaler else "not needed",
     )
@@ -74,13 +103,28 @@ def doctor_report() -> str:
     ]
     build = ", ".join(b for b in builds if b) or "CPU only"
     default = default_device()
+    devices = _devices()
+    found = capabilities(default)
     lines = [
         f"torch {torch.__version__} ({build}), Python {platform.python_version()}",
-        f"default device: {default.type}; distributed backend: {dist_backend(default)}",
+        f"default device: {default.type} ({found.device_count} present); "
+        f"distributed backend: {dist_backend(default)}",
         "",
     ]
-    lines += _table([_HEADER, *(_row(d, capabilities(d)) for d in _devices())])
+    rows = {d: capabilities(d) for d in devices}
+    lines += _table([_HEADER, *(_row(d, caps) for d, caps in rows.items())])
+    lines += ["", _tf32_line(any(caps.tf32_supported for caps in rows.values()))]
     return "\n".join(lines) + "\n"
+
+
+def _tf32_line(supported: bool) -> str:
+    if not supported:
+        return "TF32: no device here supports it"
+    matmul, cudnn = tf32_flags()
+    line = f"TF32: CUDA matmuls {'on' if matmul else 'off'}, cuDNN {'on' if cudnn else 'off'}"
+    if not (matmul and cudnn):
+        line += " (amplint.runtime.enable_tf32() turns them on)"
+    return line
 
 
 def main() -> int:
