@@ -50,10 +50,48 @@ def remove_statement(context: SourceContext, statement: cst.BaseStatement, sibli
     """Delete a statement's lines, or turn it into ``pass`` when it is alone in its block."""
     if len(siblings) == 1 and not isinstance(statement, cst.BaseCompoundStatement):
         assert isinstance(statement, cst.SimpleStatementLine)
-        start, end = context.span(statement.body[0])
+        start = context.span(statement.body[0])[0]
         return context.edit(start, context.span(statement.body[-1])[1], "pass")
+    return delete_statement(context, statement)
+
+
+def delete_statement(context: SourceContext, statement: cst.BaseStatement) -> Edit:
+    """Delete the lines of a statement that is not alone in its block, with the blank
+    lines that would otherwise be left over in an indented block: those after it when it
+    opens the block (no blank first line) or when blank lines precede it too (one
+    separator, not two), those before it when it closes the block."""
     start, end = lines_of(context, statement)
+    block = context.parents.get(statement)
+    if isinstance(block, cst.IndentedBlock):
+        body = list(block.body)
+        index = next(i for i, candidate in enumerate(body) if candidate is statement)
+        blank_before = _blank_lines_before(context, start)
+        if index + 1 < len(body) and (index == 0 or blank_before < start):
+            end = _blank_lines_after(context, end, context.line_start(context.span(body[index + 1])[0]))
+        elif index + 1 == len(body) and index > 0:
+            start = blank_before
     return context.edit(start, end, "")
+
+
+def _is_blank(line: str) -> bool:
+    return line.strip(" \t\f\r\n") == ""
+
+
+def _blank_lines_before(context: SourceContext, start: int) -> int:
+    """The start of the blank lines right above the line at ``start`` (``start`` if none)."""
+    while start > 0:
+        previous = context.line_start(start - 1)
+        if not _is_blank(context.text[previous:start]):
+            break
+        start = previous
+    return start
+
+
+def _blank_lines_after(context: SourceContext, end: int, limit: int) -> int:
+    """The end of the blank lines from ``end`` on, not past ``limit``."""
+    while end < limit and _is_blank(context.text[end : context.line_end(end)]):
+        end = context.line_end(end)
+    return end
 
 
 def combine_insertions(context: SourceContext, edits: Sequence[Edit]) -> list[Edit]:

@@ -10,6 +10,7 @@ from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import dotted_name, receiver_root
 from amplint.analysis.torch_api import HALF_TENSOR_TYPES, LOW_PRECISION
 from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.calls import CallEdits, comment_spans, outer_span
 from amplint.fixes.edits import remove_statement
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -531,10 +532,12 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         tree = self.context.analysis.tree
         if method == "to":
             dtype_arg = self._low_precision_argument(node)
-            kept = [arg for arg in node.args if arg is not dtype_arg]
-            if kept:
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return self.make_fix("Remove the cast", [self.context.replace(node, node.with_changes(args=kept))])
+            if len(node.args) > 1:
+                # Only the dtype argument goes: the call keeps its layout and comments.
+                editor = CallEdits(self.context, node)
+                editor.drop({index for index, arg in enumerate(node.args) if arg is dtype_arg})
+                edit = editor.edit()
+                return self.make_fix("Remove the cast", [edit]) if edit is not None else None
         parent = tree.parent(node)
         line = tree.parent(parent) if parent is not None else None
         idle = (isinstance(parent, cst.Expr) and dotted_name(receiver) is not None) or (
@@ -548,9 +551,9 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             if located is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 return None
             return self.make_fix("Remove the cast", [remove_statement(self.context, line, located[0])])
-        if getattr(receiver, "lpar", ()):
-            return self.make_fix("Remove the cast", [self.context.replace(node, receiver)])
-        # Keep every other byte: cut from the end of the receiver to the end of the call.
-        return self.make_fix(
-            "Remove the cast", [self.context.edit(self.context.span(receiver)[1], self.context.span(node)[1], "")]
-        )
+        # Keep every other byte: cut from the end of the receiver (its parentheses kept) to
+        # the end of the call, unless that would cut a comment too.
+        start, end = outer_span(self.context, receiver)[1], self.context.span(node)[1]
+        if any(start <= comment < end for comment, _ in comment_spans(self.context, node)):
+            return None
+        return self.make_fix("Remove the cast", [self.context.edit(start, end, "")])
