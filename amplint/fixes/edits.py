@@ -8,6 +8,7 @@ import libcst as cst
 
 from amplint.diagnostics import Edit
 from amplint.engine.context import SourceContext
+from amplint.fixes.calls import multiline_strings
 
 _NO_SPACE = cst.SimpleWhitespace("")
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -31,6 +32,52 @@ def reindent(text: str, old: str, new: str) -> str | None:
         else:
             return None
     return "".join(result)
+
+
+def comments_above(context: SourceContext, statement: cst.BaseStatement) -> int:
+    """The start of the comment lines written directly above ``statement`` (no blank line
+    between them): they belong to it and move with it. Its own first line if none."""
+    start = context.line_start(context.span(statement)[0])
+    attached = 0
+    for line in reversed(getattr(statement, "leading_lines", ())):
+        if line.comment is None:
+            break
+        attached += 1
+    for _ in range(attached):
+        start = context.line_start(start - 1)
+    return start
+
+
+def reindent_statements(
+    context: SourceContext,
+    statements: Sequence[cst.BaseStatement],
+    new: str,
+    *,
+    with_comments: bool = False,
+) -> tuple[int, int, str] | None:
+    """The whole lines of consecutive ``statements`` (and, ``with_comments``, the comment
+    lines attached above the first), moved from the first one's indentation to ``new``:
+    (start, end, text). Lines inside a multi-line string keep their bytes, a comment line
+    indented otherwise keeps its own; None when a code line is indented less."""
+    first, last = statements[0], statements[-1]
+    start, end = lines_of(context, first, last)
+    if with_comments:
+        start = comments_above(context, first)
+    old = context.indentation(first)
+    strings = [span for statement in statements for span in multiline_strings(context, statement)]
+    result = []
+    offset = start
+    for line in context.text[start:end].splitlines(keepends=True):
+        line_start, offset = offset, offset + len(line)
+        if any(s_start < line_start < s_end for s_start, s_end in strings) or not line.strip():
+            result.append(line)
+        elif line.startswith(old):
+            result.append(new + line[len(old) :])
+        elif line.lstrip(" \t\f").startswith("#"):
+            result.append(line)
+        else:
+            return None
+    return start, end, "".join(result)
 
 
 def body_indent(context: SourceContext, block: cst.BaseSuite) -> str | None:
