@@ -15,9 +15,10 @@ Layout rules:
   otherwise it goes with the comma before it, and a comment on the previous element's
   line keeps the edit from being made at all (``None``: no fix rather than a lost
   comment);
-- when the text before the opening bracket changes length (a renamed callee) and the
-  continuation lines are aligned with the bracket, they move with it; a multi-line
-  string there cannot move, and then there is no edit either.
+- when the text before the opening bracket changes length (a renamed callee), the
+  continuation lines aligned with the bracket or with something after it on its line
+  (indented at least as far as the first argument) move with it; the lines of a
+  multi-line string keep their bytes, which are its value.
 """
 
 from __future__ import annotations
@@ -291,20 +292,23 @@ class ListEdits:
         return self.context.edit(start, end, "".join(text))
 
     def _realignment(self, pieces: Sequence[_Piece]) -> list[_Piece] | None:
-        """Continuation lines aligned with the opening bracket follow it when the text
-        before it on its line changes length."""
+        """Continuation lines aligned with the opening bracket, or with something after it
+        on its line, follow what they are aligned with when the text before it changes
+        length (a renamed callee, an argument added before a nested bracket)."""
         if self.open_at is None or self.close_at is None:
             return []
-        line_start = self._line_start(self.open_at)
-        delta = 0
-        for piece in pieces:
-            if piece.end <= self.open_at and piece.end > line_start:
-                if piece.start < line_start or "\n" in piece.text or "\r" in piece.text:
-                    return None
-                delta += len(piece.text) - (piece.end - piece.start)
-        if delta == 0:
-            return []
         text = self.text
+        line_start = self._line_start(self.open_at)
+        line_end = self.context.line_end(self.open_at)
+        if any(piece.start < line_start < piece.end for piece in pieces):
+            return None
+        on_line = [
+            piece
+            for piece in pieces
+            if line_start <= piece.start and piece.end < line_end and not any(c in piece.text for c in "\r\n")
+        ]
+        if all(len(piece.text) == piece.end - piece.start for piece in on_line):
+            return []
         first = self.open_at + 1
         while first < len(text) and text[first] in " \t\f":
             first += 1
@@ -313,29 +317,30 @@ class ListEdits:
         column = first - line_start
         starts = self.context.line_starts
         lines = starts[bisect.bisect_right(starts, self.open_at) : bisect.bisect_right(starts, self.close_at)]
-        indents = {}
-        for start in lines:
-            end = self.context.line_end(start)
-            content = text[start:end]
-            if not content.strip():
-                continue
-            indents[start] = len(content) - len(content.lstrip(" \t\f"))
-        if column not in indents.values():
-            return []  # continuation lines follow their own indentation, not the bracket
         strings = multiline_strings(self.context, self.owner)
         shifts = []
-        for start, width in indents.items():
-            if width < column:
-                continue
+        for start in lines:
+            content = text[start : self.context.line_end(start)]
+            width = len(content) - len(content.lstrip(" \t\f"))
+            if not content.strip() or width < column:
+                continue  # blank, or indented on its own terms (a hanging `)`)
             if any(s_start < start < s_end for s_start, s_end in strings):
-                return None
+                continue  # inside a string: its bytes are its value
+            # What it is aligned with moves by the changes before it on the bracket's line
+            # (an insertion right at it is new text that takes its place, and does not).
+            anchor = line_start + width
+            delta = sum(
+                len(piece.text) - (piece.end - piece.start)
+                for piece in on_line
+                if piece.end < anchor or (piece.start < anchor == piece.end)
+            )
             at = start + width
             if delta > 0:
                 shifts.append(_Piece(at, at, " " * delta, -1, first=True))
-            elif text[at + delta : at] == " " * -delta:
-                shifts.append(_Piece(at + delta, at, "", -1, drops_comments_until=None))
-            else:
-                return None
+            elif delta < 0 and text[at + delta : at] == " " * -delta:
+                shifts.append(_Piece(at + delta, at, "", -1))
+            elif delta < 0:
+                return None  # tabs where spaces would have to go
         return shifts
 
     def _ordered(self, pieces: Sequence[_Piece]) -> list[_Piece] | None:

@@ -299,7 +299,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         step = self._optimizer_step(scope, optimizer, with_statement)
         if step is None:
             return None
-        region = self._loss_region(with_statement, loss_name)
+        region = self._loss_region(with_statement, loss_name, init_small)
         if region is None:
             return None
         torch = self._torch_name(initialize, import_statement)
@@ -427,8 +427,11 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             return None
         return step, line
 
-    def _loss_region(self, statement: cst.With, loss: str) -> list[cst.SimpleStatementLine] | None:
-        """The loss statement before the block and the contiguous assignments that feed it."""
+    def _loss_region(
+        self, statement: cst.With, loss: str, initialize: cst.Assign
+    ) -> list[cst.SimpleStatementLine] | None:
+        """The loss statement before the block and the contiguous assignments that feed it,
+        up to the ``amp.initialize`` line (which the fix rewrites on its own)."""
         found = self.context.analysis.tree.statement_list(statement)
         if found is None:
             return None
@@ -444,6 +447,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         needed = loaded_names(loss_statement)
         for candidate in reversed(body[: position or 0]):
             if not isinstance(candidate, cst.SimpleStatementLine) or not assigned_names(candidate) & needed:
+                break
+            if initialize in candidate.body:
                 break
             if not all(isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for small in candidate.body):
                 break

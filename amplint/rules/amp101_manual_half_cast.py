@@ -551,9 +551,31 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             if located is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 return None
             return self.make_fix("Remove the cast", [remove_statement(self.context, line, located[0])])
-        # Keep every other byte: cut from the end of the receiver (its parentheses kept) to
-        # the end of the call, unless that would cut a comment too.
-        start, end = outer_span(self.context, receiver)[1], self.context.span(node)[1]
-        if any(start <= comment < end for comment, _ in comment_spans(self.context, node)):
+        return self._cut_cast(node, receiver)
+
+    def _cut_cast(self, node: cst.Call, receiver: cst.BaseExpression) -> Fix | None:
+        """Cut ``.half()`` from its chain and keep every other byte. A cast on a line of its
+        own (a chain split over lines) goes with that line and its comment; a comment on
+        a line of its own before the cast may be about it, and then no fix is offered."""
+        context = self.context
+        text = context.text
+        receiver_end, end = outer_span(context, receiver)[1], context.span(node)[1]
+        dot = receiver_end
+        while text[dot] != ".":
+            if text[dot] == "#":
+                while text[dot] not in "\r\n":
+                    dot += 1
+            dot += 1
+        receiver_line_end = context.line_end(receiver_end)
+        if any(receiver_line_end <= comment < dot for comment, _ in comment_spans(context, node)):
             return None
-        return self.make_fix("Remove the cast", [self.context.edit(start, end, "")])
+        start = dot
+        line_start = context.line_start(dot)
+        if not text[line_start:dot].strip(" \t\f") and line_start >= receiver_line_end:
+            rest = text[end : context.line_end(end)]
+            if not rest.strip() or rest.strip().startswith("#"):
+                # `        .half()  # fp16` on its own line: the whole line goes.
+                start, end = line_start, context.line_end(end)
+        elif start > receiver_end:
+            start = receiver_end  # `x .half()`: the space goes too
+        return self.make_fix("Remove the cast", [context.edit(start, end, "")])
