@@ -31,6 +31,13 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     autocast-disabled region (`with torch.autocast(..., enabled=False):`), which is the
     workaround PyTorch recommends when the probabilities really are needed.
 
+    When the input is visibly a sigmoid of logits — written in the call
+    (`torch.sigmoid(logits)`, `logits.sigmoid()`), or assigned just before it in the same
+    block (`probs = torch.sigmoid(logits)` then `F.binary_cross_entropy(probs, y)`) — the
+    finding carries a fix to `binary_cross_entropy_with_logits(logits, ...)`, also for
+    the function imported by name (`from torch.nn.functional import
+    binary_cross_entropy`); see Fix safety.
+
     Across functions and files: a call inside such an autocast block that reaches a
     binary cross entropy in another file of the project — a loss function in
     `losses.py`, a loss class whose `forward` calls `nn.BCELoss` — is flagged at the
@@ -71,14 +78,31 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     ```
 
     ## Fix safety
-    Safe, and offered only when the input is visibly a sigmoid (`torch.sigmoid(x)`,
-    `x.sigmoid()`, `F.sigmoid(x)`): the fix drops the sigmoid and calls
-    `binary_cross_entropy_with_logits(x, ...)`, keeping the target, `weight` and
-    `reduction` arguments as written, positional or keyword. For ordinary inputs the
-    two are equal (a test proves it with torch); for extreme logits the fused form is
-    the more accurate one. Without a visible sigmoid, or for `nn.BCELoss`, no fix is
-    offered: drop the sigmoid from the model and use the logits form or
-    `nn.BCEWithLogitsLoss`.
+    Offered only when the input is visibly a sigmoid (`torch.sigmoid(x)`, `x.sigmoid()`,
+    `F.sigmoid(x)`, `torch.special.expit(x)`): written in the call, or assigned just
+    before it in the same block (`probs = torch.sigmoid(logits)` then
+    `F.binary_cross_entropy(probs, y)`). The fix calls
+    `binary_cross_entropy_with_logits(logits, ...)`, keeping the target, `weight` and
+    `reduction` arguments as written, positional or keyword; for ordinary inputs the two
+    are equal in value and gradient (a test proves it with torch), and for extreme logits
+    the fused form is the more accurate one.
+    - Safe when the sigmoid's result has no other use: a sigmoid in the call goes, and an
+      assigned one goes with its assignment.
+    - Unsafe when the assigned probabilities have other uses (metrics, logging): the
+      assignment stays for them, and the loss no longer sees what another use may do
+      to them in between (an in-place `probs.clamp_(...)`).
+    - No fix when the logits are not a plain name, attribute or constant subscript
+      (`model(x)[0]` would be computed again), when they are mentioned between the
+      sigmoid and the loss (a rebinding or an in-place update), when the probabilities
+      are bound more than once, or when a comment would be lost.
+    - A `from torch.nn.functional import binary_cross_entropy` name is replaced by a name
+      bound to `binary_cross_entropy_with_logits`: an existing import of it, else the
+      import line is changed (the name renamed when this call was its only use, else
+      the logits form added beside it), else `torch.nn.functional....` when `torch` is
+      bound; no fix when none of these is possible. `torch.binary_cross_entropy` (not a
+      torch function; torch's `binary_cross_entropy_with_logits` takes other arguments)
+      and `nn.BCELoss` get no fix: drop the sigmoid from the model and use the logits
+      form or `nn.BCEWithLogitsLoss`.
     """
 
     # A BCE in this file, or a call that may reach one in another file (then the file
@@ -133,6 +157,78 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(input=z, target=y)\n"
             ),
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        probs = torch.sigmoid(logits)\n        loss = F.binary_cross_entropy(probs, y)\n"
+                "    return loss\n"
+            ),
+            fixed=(
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        loss = F.binary_cross_entropy_with_logits(logits, y)\n"
+                "    return loss\n"
+            ),
+            line=8,
+            column=16,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
+                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
+                "        loss = F.binary_cross_entropy(probs, y, reduction='sum')\n"
+                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
+                "    return loss, accuracy\n"
+            ),
+            fixed=(
+                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
+                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
+                "        loss = F.binary_cross_entropy_with_logits(out.logits, y, reduction='sum')\n"
+                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
+                "    return loss, accuracy\n"
+            ),
+            unsafe=True,
+            line=7,
+            column=16,
+            message="use `binary_cross_entropy_with_logits` on logits",
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        probs = torch.sigmoid(logits)\n        logits = logits.float()\n"
+                "        loss = F.binary_cross_entropy(probs, y)\n"
+                "    return loss\n"
+            ),
+            fixed=None,
+            line=9,
+            column=16,
+        ),
+        Invalid(
+            (
+                "import torch\nfrom torch.nn.functional import binary_cross_entropy\n\n"
+                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
+            ),
+            fixed=(
+                "import torch\nfrom torch.nn.functional import binary_cross_entropy_with_logits\n\n"
+                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy_with_logits(logits, y)\n"
+            ),
+            line=5,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises",
+        ),
+        Invalid(
+            (
+                "from torch import autocast\nfrom torch.nn.functional import binary_cross_entropy\n"
+                "binary_cross_entropy_with_logits = None\n\n"
+                "with autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
+            ),
+            fixed=None,  # the logits form's name is taken and torch is not bound: no name to write
+            line=6,
+            column=12,
         ),
         Invalid(
             "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
