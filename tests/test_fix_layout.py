@@ -391,6 +391,22 @@ add(
     'def train():\n    with torch.amp.autocast("cuda"):\n        pass\n',
 )
 
+add(
+    "AMP001-import",
+    "module-alias-in-function",
+    "import os\n\n\ndef train():\n    import torch.cuda.amp as amp\n\n    scaler = amp.GradScaler()\n    return scaler\n",
+    'import os\nimport torch\n\n\ndef train():\n    scaler = torch.amp.GradScaler("cuda")\n    return scaler\n',
+)
+add(
+    # A `try: import … except ImportError:` block is part of the import block.
+    "AMP001-import",
+    "after-try-import",
+    "import os\ntry:\n    import apex\nexcept ImportError:\n    apex = None\nimport numpy as np\n\n\n"
+    "def train():\n    from torch.cuda.amp import autocast\n    with autocast():\n        pass\n",
+    "import os\ntry:\n    import apex\nexcept ImportError:\n    apex = None\nimport numpy as np\nimport torch\n\n\n"
+    'def train():\n    with torch.amp.autocast("cuda"):\n        pass\n',
+)
+
 # -- AMP002: deprecated autocast state functions -------------------------------------------------
 
 add(
@@ -934,6 +950,36 @@ add(
     + "        amplint.runtime.device_type(device)\n"
     + "    )\n"
     + "    with torch.autocast(device_type):\n"
+    + "        return model(x)\n",
+)
+add(
+    "AMP201-device-test",
+    "one-line",
+    TORCH
+    + "def forward(model, x, device):\n"
+    + '    device_type = "cuda" if device.startswith("cuda") else "cpu"  # for autocast\n'
+    + "    with torch.autocast(device_type):\n"
+    + "        return model(x)\n",
+    RUNTIME_FIXED
+    + "def forward(model, x, device):\n"
+    + "    device_type = amplint.runtime.device_type(device)  # for autocast\n"
+    + "    with torch.autocast(device_type):\n"
+    + "        return model(x)\n",
+)
+add(
+    "AMP201-str-device",
+    "aligned",
+    TORCH
+    + "def forward(model, x, device):\n"
+    + "    with torch.autocast(str(device),\n"
+    + pad("    with torch.autocast(")
+    + "dtype=torch.bfloat16):\n"
+    + "        return model(x)\n",
+    RUNTIME_FIXED
+    + "def forward(model, x, device):\n"
+    + "    with torch.autocast(amplint.runtime.device_type(device),\n"
+    + pad("    with torch.autocast(")
+    + "dtype=torch.bfloat16):\n"
     + "        return model(x)\n",
 )
 add(
