@@ -8,6 +8,7 @@ import libcst as cst
 
 from amplint.diagnostics import Edit
 from amplint.engine.context import SourceContext
+from amplint.fixes.calls import multiline_strings
 
 _NO_SPACE = cst.SimpleWhitespace("")
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -33,6 +34,52 @@ def reindent(text: str, old: str, new: str) -> str | None:
     return "".join(result)
 
 
+def comments_above(context: SourceContext, statement: cst.BaseStatement) -> int:
+    """The start of the comment lines written directly above ``statement`` (no blank line
+    between them): they belong to it and move with it. Its own first line if none."""
+    start = context.line_start(context.span(statement)[0])
+    attached = 0
+    for line in reversed(getattr(statement, "leading_lines", ())):
+        if line.comment is None:
+            break
+        attached += 1
+    for _ in range(attached):
+        start = context.line_start(start - 1)
+    return start
+
+
+def reindent_statements(
+    context: SourceContext,
+    statements: Sequence[cst.BaseStatement],
+    new: str,
+    *,
+    with_comments: bool = False,
+) -> tuple[int, int, str] | None:
+    """The whole lines of consecutive ``statements`` (and, ``with_comments``, the comment
+    lines attached above the first), moved from the first one's indentation to ``new``:
+    (start, end, text). Lines inside a multi-line string keep their bytes, a comment line
+    indented otherwise keeps its own; None when a code line is indented less."""
+    first, last = statements[0], statements[-1]
+    start, end = lines_of(context, first, last)
+    if with_comments:
+        start = comments_above(context, first)
+    old = context.indentation(first)
+    strings = [span for statement in statements for span in multiline_strings(context, statement)]
+    result = []
+    offset = start
+    for line in context.text[start:end].splitlines(keepends=True):
+        line_start, offset = offset, offset + len(line)
+        if any(s_start < line_start < s_end for s_start, s_end in strings) or not line.strip():
+            result.append(line)
+        elif line.startswith(old):
+            result.append(new + line[len(old) :])
+        elif line.lstrip(" \t\f").startswith("#"):
+            result.append(line)
+        else:
+            return None
+    return start, end, "".join(result)
+
+
 def body_indent(context: SourceContext, block: cst.BaseSuite) -> str | None:
     """The indentation of a block's statements (None for a one-line suite)."""
     if not isinstance(block, cst.IndentedBlock) or not block.body:
@@ -50,10 +97,48 @@ def remove_statement(context: SourceContext, statement: cst.BaseStatement, sibli
     """Delete a statement's lines, or turn it into ``pass`` when it is alone in its block."""
     if len(siblings) == 1 and not isinstance(statement, cst.BaseCompoundStatement):
         assert isinstance(statement, cst.SimpleStatementLine)
-        start, end = context.span(statement.body[0])
+        start = context.span(statement.body[0])[0]
         return context.edit(start, context.span(statement.body[-1])[1], "pass")
+    return delete_statement(context, statement)
+
+
+def delete_statement(context: SourceContext, statement: cst.BaseStatement) -> Edit:
+    """Delete the lines of a statement that is not alone in its block, with the blank
+    lines that would otherwise be left over in an indented block: those after it when it
+    opens the block (no blank first line) or when blank lines precede it too (one
+    separator, not two), those before it when it closes the block."""
     start, end = lines_of(context, statement)
+    block = context.parents.get(statement)
+    if isinstance(block, cst.IndentedBlock):
+        body = list(block.body)
+        index = next(i for i, candidate in enumerate(body) if candidate is statement)
+        blank_before = _blank_lines_before(context, start)
+        if index + 1 < len(body) and (index == 0 or blank_before < start):
+            end = _blank_lines_after(context, end, context.line_start(context.span(body[index + 1])[0]))
+        elif index + 1 == len(body) and index > 0:
+            start = blank_before
     return context.edit(start, end, "")
+
+
+def _is_blank(line: str) -> bool:
+    return line.strip(" \t\f\r\n") == ""
+
+
+def _blank_lines_before(context: SourceContext, start: int) -> int:
+    """The start of the blank lines right above the line at ``start`` (``start`` if none)."""
+    while start > 0:
+        previous = context.line_start(start - 1)
+        if not _is_blank(context.text[previous:start]):
+            break
+        start = previous
+    return start
+
+
+def _blank_lines_after(context: SourceContext, end: int, limit: int) -> int:
+    """The end of the blank lines from ``end`` on, not past ``limit``."""
+    while end < limit and _is_blank(context.text[end : context.line_end(end)]):
+        end = context.line_end(end)
+    return end
 
 
 def combine_insertions(context: SourceContext, edits: Sequence[Edit]) -> list[Edit]:

@@ -17,6 +17,8 @@ from libcst.metadata import ImportAssignment
 
 from amplint.analysis.context import RuleContext
 from amplint.diagnostics import Edit
+from amplint.fixes.calls import ListEdits
+from amplint.fixes.edits import delete_statement
 
 RUNTIME = "amplint.runtime"
 
@@ -48,6 +50,30 @@ def _is_import(statement: cst.BaseStatement) -> bool:
     )
 
 
+def _in_import_block(statement: cst.BaseStatement) -> bool:
+    """An absolute import line, or a ``try`` block that imports with an ``except
+    ImportError`` fallback."""
+    if _is_import(statement):
+        assert isinstance(statement, cst.SimpleStatementLine)
+        return not any(isinstance(small, cst.ImportFrom) and small.relative for small in statement.body)
+    if not isinstance(statement, cst.Try) or not statement.handlers or statement.finalbody is not None:
+        return False
+    body = statement.body
+    return (
+        isinstance(body, cst.IndentedBlock)
+        and all(_in_import_block(inner) for inner in body.body)
+        and all(_catches_import_error(handler) for handler in statement.handlers)
+    )
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    caught = handler.type
+    names = [element.value for element in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(
+        isinstance(name, cst.Name) and name.value in ("ImportError", "ModuleNotFoundError") for name in names
+    )
+
+
 def _plain_import_name(statement: cst.BaseStatement) -> str | None:
     """``x.y`` for a line that is exactly ``import x.y``, else None."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
@@ -69,12 +95,20 @@ class Importer:
     # -- binding a module ----------------------------------------------------------------------
 
     def add_import(self, statement: str, *, position: str = "sorted") -> Edit:
-        """An edit inserting ``statement`` (``import x``) as a top-level line.
+        """An edit inserting ``statement`` (``import x``) as a top-level line in the import block.
 
-        ``sorted`` (for the standard library) puts it among the leading ``import x`` lines
-        in alphabetical order, as isort would; ``last`` puts it after the leading block of
-        imports (third-party code). With no imports it goes after the docstring and the
-        ``__future__`` imports.
+        The import block is the run of top-level imports after the docstring and the
+        ``__future__`` imports, ``try: import … except ImportError: …`` blocks included.
+        It ends at the first other statement, and before a relative import: a
+        ``sys.path`` manipulation, like any statement between imports, may be what makes
+        the imports after it work, and relative imports are the project's own, so new
+        imports never go after them. (An absolute import of the project's own modules
+        cannot be told from a third-party one; it counts as part of the block.)
+
+        ``sorted`` (for the standard library and torch) puts it among the leading
+        ``import x`` lines in alphabetical order, as isort would; ``last`` puts it at the
+        end of the block (third-party code). With no imports it goes after the docstring
+        and the ``__future__`` imports.
         """
         context = self.context
         body = list(context.module.body)
@@ -82,7 +116,7 @@ class Importer:
         while index < len(body) and ((index == 0 and _is_docstring(body[index])) or _is_future_import(body[index])):
             index += 1
         run: list[cst.BaseStatement] = []
-        while index + len(run) < len(body) and _is_import(body[index + len(run)]):
+        while index + len(run) < len(body) and _in_import_block(body[index + len(run)]):
             run.append(body[index + len(run)])
         line = statement + context.source.newline
         if not run:
@@ -157,18 +191,29 @@ class Importer:
     def remove_names(self, statement: cst.Import | cst.ImportFrom, names: Set[str]) -> Edit | None:
         """Delete the aliases binding ``names`` from an import that is alone on its line (the
         whole line when none is left, ``pass`` when it was alone in an indented block);
-        None when the import shares its line with other statements."""
+        None when the import shares its line with other statements. Only the removed
+        names' text goes: a parenthesized import keeps its layout and comments."""
         context = self.context
         line = self.tree.parent(statement)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             return None
         assert not isinstance(statement.names, cst.ImportStar)
-        kept = [alias for alias in statement.names if bound_name(alias) not in names]
-        if not kept:
+        removed = {index for index, alias in enumerate(statement.names) if bound_name(alias) in names}
+        if len(removed) == len(statement.names):
             block = self.tree.parent(line)
             if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
                 return context.replace(statement, "pass")
-            return context.delete_lines(line)
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        new = statement.with_changes(names=kept, semicolon=cst.MaybeSentinel.DEFAULT)
-        return context.edit(*context.span(statement), context.module.code_for_node(new))
+            return delete_statement(context, line)
+        editor = import_names(context, statement)
+        editor.drop(removed)
+        return editor.edit()
+
+
+def import_names(context: RuleContext, statement: cst.Import | cst.ImportFrom) -> ListEdits:
+    """Edits to the names of an import (``from m import (a, b)``, ``import a, b``)."""
+    assert not isinstance(statement.names, cst.ImportStar)
+    open_at = close_at = None
+    if isinstance(statement, cst.ImportFrom) and statement.lpar is not None and statement.rpar is not None:
+        open_at = context.span(statement.lpar)[0]
+        close_at = context.span(statement.rpar)[1] - 1
+    return ListEdits(context, statement, statement.names, open_at, close_at)

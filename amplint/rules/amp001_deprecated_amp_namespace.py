@@ -22,7 +22,8 @@ from amplint.analysis.torch_api import (
     symbol,
 )
 from amplint.diagnostics import Applicability, Edit
-from amplint.fixes.edits import as_keyword, combine_insertions, keyword_arg, string, with_commas
+from amplint.fixes.calls import CallEdits
+from amplint.fixes.edits import combine_insertions
 from amplint.fixes.importer import Importer, bound_name
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -434,12 +435,12 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         new_func = cst.parse_expression(f"{torch_name}.{found.replacement}")
 
         if isinstance(parent, cst.Call) and parent.func is node:
-            new_call = self._new_call(parent, found, new_func)
+            call_edits = self._call_edits(parent, found, self.context.module.code_for_node(new_func))
             plan.node = parent
             plan.message = f"`{qualified}(...)` is deprecated; use `{_call_hint(found)}`"
-            if new_call is not None:
+            if call_edits is not None:
                 plan.fix_message = f"Replace with `{_call_hint(found)}`"
-                plan.edits = [self.context.replace(parent, new_call), *torch_edits]
+                plan.edits = [*call_edits, *torch_edits]
         elif isinstance(parent, cst.Decorator) and parent.decorator is node:
             if found.kind in (CUSTOM_FWD, CUSTOM_BWD):
                 replacement = f'{torch_name}.{found.replacement}(device_type="{found.implied_device}")'
@@ -482,12 +483,10 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             and parent.keyword is None
             and self.qualified_name(call.func) == "functools.partial"
         ):
-            merged = self._new_call(call.with_changes(args=call.args[1:]), found, new_func, keep_func=True)
+            merged = self._call_edits(call, found, self.context.module.code_for_node(new_func), partial=True)
             if merged is not None:
-                first = call.args[0].with_changes(value=new_func)
-                new_partial = call.with_changes(args=with_commas([first, *merged.args]))
                 plan.fix_message = "Merge the arguments into `functools.partial(torch.amp....)`"
-                plan.edits = [self.context.replace(call, new_partial), *torch_edits]
+                plan.edits = [*merged, *torch_edits]
             return
         if self._alias_called_positionally(node):
             plan.message += " (its alias is called with positional arguments, which mean other parameters in `torch.amp`: migrate by hand)"
@@ -536,42 +535,48 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                         return True
         return False
 
-    def _new_call(
-        self, call: cst.Call, found: AmpSymbol, new_func: cst.BaseExpression, keep_func: bool = False
-    ) -> cst.Call | None:
-        """The call with the device made explicit and the arguments remapped to the new
-        signature, or None when that cannot be done exactly."""
-        args = list(call.args)
-        device = string(found.implied_device or "cuda")
+    def _call_edits(
+        self, call: cst.Call, found: AmpSymbol, new_func: str, *, partial: bool = False
+    ) -> list[Edit] | None:
+        """Edits that make the device explicit and remap the arguments to the new signature,
+        touching nothing else of the call (its layout stays), or None when that cannot be
+        done exactly. ``partial``: ``call`` is ``functools.partial(<old>, ...)``, whose
+        first argument is the reference and whose other arguments are the old call's."""
+        editor = CallEdits(self.context, call)
+        first = 1 if partial else 0
+        args = list(call.args[first:])
+        device = f'"{found.implied_device or "cuda"}"'
         # Prepending the device keeps GradScaler's positional order, even through *args;
         # for the others an unpacked sequence could not be mapped to keywords.
         if found.kind != GRAD_SCALER and any(arg.star == "*" for arg in args):
             return None
         positional = [arg for arg in args if arg.keyword is None and not arg.star]
-        rest = [arg for arg in args if arg.keyword is not None or arg.star == "**"]
         keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
-        new_args: list[cst.Arg]
         if found.kind == AUTOCAST:
             # The old positional order differs from the new one: every positional argument
             # becomes its keyword.
             if len(positional) > len(DEPRECATED_AUTOCAST_ORDER) or "device_type" in keywords:
                 return None
-            converted = []
+            editor.add(first, device)
             for name, arg in zip(DEPRECATED_AUTOCAST_ORDER, positional, strict=False):
                 if name in keywords:
                     return None
-                converted.append(as_keyword(arg, name))
-            new_args = [cst.Arg(device), *converted, *rest]
+                editor.keyword(arg, name)
         elif found.kind == GRAD_SCALER:
             if "device" in keywords:
                 return None
-            new_args = [cst.Arg(device), *args]
+            editor.add(first, device)
         else:
             if "device_type" in keywords:
                 return None
-            new_args = [*positional, keyword_arg("device_type", device), *rest]
-        func = call.func if keep_func else new_func
-        return call.with_changes(func=func, args=with_commas(new_args))
+            # After the positional arguments (a decorated function stays positional).
+            editor.add(first + len(positional), f"device_type={device}")
+        if partial:
+            editor.replace_node(call.args[0].value, new_func)
+        else:
+            editor.rename(new_func)
+        edit = editor.edit()
+        return [edit] if edit is not None else None
 
     def _is_base_class(self, parent: cst.CSTNode | None, grandparent: cst.CSTNode | None) -> bool:
         return (
@@ -651,7 +656,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             plan = self._plan_symbol(outer, qualified or "", found, with_cleanup=False)
             if plan.edits is None or self.context.is_suppressed(self.code, plan.node):
                 return False
-            spans.append((plan.edits[0].start, plan.edits[0].end))
+            spans.append(self.context.span(plan.node))
         spans.sort()
         return all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 

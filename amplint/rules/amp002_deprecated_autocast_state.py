@@ -8,7 +8,7 @@ from amplint.analysis.torch_api import (
     STATE_REPLACEMENTS,
 )
 from amplint.diagnostics import Applicability
-from amplint.fixes.edits import string, with_commas
+from amplint.fixes.calls import CallEdits
 from amplint.rules.base import AnalysisRule, Invalid
 
 
@@ -133,12 +133,11 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
         message = f"`{qualified}()` is deprecated; use `torch.{new_name}({arguments})`"
         fix = None
         if isinstance(node.func, cst.Attribute):
-            new_call = node.with_changes(
-                func=node.func.with_changes(attr=cst.Name(new_name)),
-                args=with_commas([cst.Arg(string(device)), *node.args]),
-            )
-            fix = self.make_fix(
-                f"Replace with `torch.{new_name}({arguments})`",
-                [self.context.replace(node, new_call)],
-            )
+            # Only the name and the new first argument change: the call keeps its layout.
+            editor = CallEdits(self.context, node)
+            editor.replace_node(node.func.attr, new_name)
+            editor.add(0, f'"{device}"')
+            edit = editor.edit()
+            if edit is not None:
+                fix = self.make_fix(f"Replace with `torch.{new_name}({arguments})`", [edit])
         self.report(node, message, fix=fix)

@@ -8,7 +8,8 @@ from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import assigned_names, constant, count_names, dotted_name, loaded_names
 from amplint.analysis.torch_api import INTRODUCED
 from amplint.diagnostics import Applicability, Edit, Fix
-from amplint.fixes.edits import indent_unit, lines_of, reindent
+from amplint.fixes.calls import multiline_strings, open_bracket
+from amplint.fixes.edits import indent_unit, lines_of, reindent_statements
 from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -298,7 +299,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         step = self._optimizer_step(scope, optimizer, with_statement)
         if step is None:
             return None
-        region = self._loss_region(with_statement, loss_name)
+        region = self._loss_region(with_statement, loss_name, init_small)
         if region is None:
             return None
         torch = self._torch_name(initialize, import_statement)
@@ -426,8 +427,11 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             return None
         return step, line
 
-    def _loss_region(self, statement: cst.With, loss: str) -> list[cst.SimpleStatementLine] | None:
-        """The loss statement before the block and the contiguous assignments that feed it."""
+    def _loss_region(
+        self, statement: cst.With, loss: str, initialize: cst.Assign
+    ) -> list[cst.SimpleStatementLine] | None:
+        """The loss statement before the block and the contiguous assignments that feed it,
+        up to the ``amp.initialize`` line (which the fix rewrites on its own)."""
         found = self.context.analysis.tree.statement_list(statement)
         if found is None:
             return None
@@ -444,6 +448,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         for candidate in reversed(body[: position or 0]):
             if not isinstance(candidate, cst.SimpleStatementLine) or not assigned_names(candidate) & needed:
                 break
+            if initialize in candidate.body:
+                break
             if not all(isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for small in candidate.body):
                 break
             region.insert(0, candidate)
@@ -451,14 +457,11 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         return region
 
     def _wrap_region(self, region: list[cst.SimpleStatementLine], torch: str) -> Edit | None:
-        first, last = region[0], region[-1]
-        start = self.context.line_start(self.context.span(first)[0])
-        _, end = lines_of(self.context, first, last)
-        indent = self.context.indentation(first)
-        unit = indent_unit(self.context)
-        moved = reindent(self.context.text[start:end], indent, indent + unit)
-        if moved is None:
+        indent = self.context.indentation(region[0])
+        located = reindent_statements(self.context, region, indent + indent_unit(self.context))
+        if located is None:
             return None
+        start, end, moved = located
         header = f'{indent}with {torch}.amp.autocast("cuda"):{self.context.source.newline}'
         return self.context.edit(start, end, header + moved)
 
@@ -475,9 +478,18 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         ]
         if any(empty.comment is not None for empty in (*line.leading_lines, *body.footer)):
             return None  # comment lines inside the block: no place to keep them
-        arguments = self.context.module.code_for_node(backward).split("(", 1)[1] if backward.args else ")"
         start, end = lines_of(self.context, statement)
         indent = self.context.indentation(statement)
+        # The arguments as written; their continuation lines move out of the block with them.
+        arguments = self.context.text[open_bracket(self.context, backward) + 1 : self.context.span(backward)[1]]
+        if backward.args:
+            if multiline_strings(self.context, backward):
+                return None
+            inner = self.context.indentation(line)
+            arguments = "".join(
+                indent + part[len(inner) :] if index and part.startswith(inner) else part
+                for index, part in enumerate(arguments.splitlines(keepends=True))
+            )
         text = f"{indent}{scaler}.scale({loss}).backward({arguments}"
         if comments:
             text += "  " + "  ".join(comments)

@@ -10,6 +10,7 @@ from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import dotted_name, receiver_root
 from amplint.analysis.torch_api import HALF_TENSOR_TYPES, LOW_PRECISION
 from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.calls import CallEdits, comment_spans, outer_span
 from amplint.fixes.edits import remove_statement
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -531,10 +532,12 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         tree = self.context.analysis.tree
         if method == "to":
             dtype_arg = self._low_precision_argument(node)
-            kept = [arg for arg in node.args if arg is not dtype_arg]
-            if kept:
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return self.make_fix("Remove the cast", [self.context.replace(node, node.with_changes(args=kept))])
+            if len(node.args) > 1:
+                # Only the dtype argument goes: the call keeps its layout and comments.
+                editor = CallEdits(self.context, node)
+                editor.drop({index for index, arg in enumerate(node.args) if arg is dtype_arg})
+                edit = editor.edit()
+                return self.make_fix("Remove the cast", [edit]) if edit is not None else None
         parent = tree.parent(node)
         line = tree.parent(parent) if parent is not None else None
         idle = (isinstance(parent, cst.Expr) and dotted_name(receiver) is not None) or (
@@ -548,9 +551,31 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             if located is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 return None
             return self.make_fix("Remove the cast", [remove_statement(self.context, line, located[0])])
-        if getattr(receiver, "lpar", ()):
-            return self.make_fix("Remove the cast", [self.context.replace(node, receiver)])
-        # Keep every other byte: cut from the end of the receiver to the end of the call.
-        return self.make_fix(
-            "Remove the cast", [self.context.edit(self.context.span(receiver)[1], self.context.span(node)[1], "")]
-        )
+        return self._cut_cast(node, receiver)
+
+    def _cut_cast(self, node: cst.Call, receiver: cst.BaseExpression) -> Fix | None:
+        """Cut ``.half()`` from its chain and keep every other byte. A cast on a line of its
+        own (a chain split over lines) goes with that line and its comment; a comment on
+        a line of its own before the cast may be about it, and then no fix is offered."""
+        context = self.context
+        text = context.text
+        receiver_end, end = outer_span(context, receiver)[1], context.span(node)[1]
+        dot = receiver_end
+        while text[dot] != ".":
+            if text[dot] == "#":
+                while text[dot] not in "\r\n":
+                    dot += 1
+            dot += 1
+        receiver_line_end = context.line_end(receiver_end)
+        if any(receiver_line_end <= comment < dot for comment, _ in comment_spans(context, node)):
+            return None
+        start = dot
+        line_start = context.line_start(dot)
+        if not text[line_start:dot].strip(" \t\f") and line_start >= receiver_line_end:
+            rest = text[end : context.line_end(end)]
+            if not rest.strip() or rest.strip().startswith("#"):
+                # `        .half()  # fp16` on its own line: the whole line goes.
+                start, end = line_start, context.line_end(end)
+        elif start > receiver_end:
+            start = receiver_end  # `x .half()`: the space goes too
+        return self.make_fix("Remove the cast", [context.edit(start, end, "")])

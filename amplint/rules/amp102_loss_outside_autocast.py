@@ -5,7 +5,7 @@ import libcst as cst
 from amplint.analysis.autocast import AutocastBlock
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
-from amplint.fixes.edits import body_indent, lines_of, reindent
+from amplint.fixes.edits import body_indent, reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
 
 
@@ -265,10 +265,11 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
         indent = body_indent(self.context, with_node.body)
         if indent is None or not isinstance(statement, cst.SimpleStatementLine):
             return None
-        start, end = lines_of(self.context, statement)
-        moved = reindent(self.context.text[start:end], self.context.indentation(statement), indent)
-        if moved is None:
+        # The comment lines just above the loss describe it: they move with it.
+        located = reindent_statements(self.context, [statement], indent, with_comments=True)
+        if located is None:
             return None
+        start, end, moved = located
         insert_at = self.context.line_end(self.context.span(with_node)[1] - 1)
         return self.make_fix(
             "Move the loss computation into the autocast block",

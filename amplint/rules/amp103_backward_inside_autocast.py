@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.diagnostics import Applicability, Fix
-from amplint.fixes.edits import lines_of, reindent
+from amplint.fixes.edits import reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
 
 
@@ -152,12 +152,12 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             trailing.insert(0, candidate)
         if line not in trailing or len(trailing) == len(body.body):
             return None
-        start, end = lines_of(self.context, trailing[0], trailing[-1])
-        moved = reindent(
-            self.context.text[start:end], self.context.indentation(trailing[0]), self.context.indentation(statement)
-        )
-        if moved is None:
+        # Comment lines above the backward call stay in the block (as the rule's examples
+        # pin); the statements' own comments move with them.
+        located = reindent_statements(self.context, trailing, self.context.indentation(statement))
+        if located is None:
             return None
+        start, end, moved = located
         return self.make_fix("Move the backward call out of the autocast block", [self.context.edit(start, end, moved)])
 
     def _is_backward_statement(self, statement: cst.BaseStatement) -> bool:

@@ -1,12 +1,21 @@
 from __future__ import annotations
 
-import libcst as cst
+from collections.abc import Callable
 
-from amplint.diagnostics import Applicability, Fix
+import libcst as cst
+from libcst.metadata import Assignment, ImportAssignment
+
+from amplint.analysis.syntax import receiver_root
+from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.fixes.calls import CallEdits, has_comment, source_of
+from amplint.fixes.edits import delete_statement
+from amplint.fixes.importer import bound_name, import_names
 from amplint.rules.base import AnalysisRule, Invalid
 
 BCE_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy", "torch.binary_cross_entropy"})
 BCE_MODULES = frozenset({"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"})
+FUNCTIONAL_BCE = "torch.nn.functional.binary_cross_entropy"
+WITH_LOGITS = "binary_cross_entropy_with_logits"
 SIGMOIDS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
 # Devices whose autocast does not reject binary_cross_entropy (verified on torch 2.13).
 TOLERANT_DEVICES = frozenset({"cpu", "mps"})
@@ -21,6 +30,13 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     Not flagged: files without such an autocast block, and calls inside an
     autocast-disabled region (`with torch.autocast(..., enabled=False):`), which is the
     workaround PyTorch recommends when the probabilities really are needed.
+
+    When the input is visibly a sigmoid of logits — written in the call
+    (`torch.sigmoid(logits)`, `logits.sigmoid()`), or assigned just before it in the same
+    block (`probs = torch.sigmoid(logits)` then `F.binary_cross_entropy(probs, y)`) — the
+    finding carries a fix to `binary_cross_entropy_with_logits(logits, ...)`, also for
+    the function imported by name (`from torch.nn.functional import
+    binary_cross_entropy`); see Fix safety.
 
     Across functions and files: a call inside such an autocast block that reaches a
     binary cross entropy in another file of the project — a loss function in
@@ -62,14 +78,31 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     ```
 
     ## Fix safety
-    Safe, and offered only when the input is visibly a sigmoid (`torch.sigmoid(x)`,
-    `x.sigmoid()`, `F.sigmoid(x)`): the fix drops the sigmoid and calls
-    `binary_cross_entropy_with_logits(x, ...)`, keeping the target, `weight` and
-    `reduction` arguments as written, positional or keyword. For ordinary inputs the
-    two are equal (a test proves it with torch); for extreme logits the fused form is
-    the more accurate one. Without a visible sigmoid, or for `nn.BCELoss`, no fix is
-    offered: drop the sigmoid from the model and use the logits form or
-    `nn.BCEWithLogitsLoss`.
+    Offered only when the input is visibly a sigmoid (`torch.sigmoid(x)`, `x.sigmoid()`,
+    `F.sigmoid(x)`, `torch.special.expit(x)`): written in the call, or assigned just
+    before it in the same block (`probs = torch.sigmoid(logits)` then
+    `F.binary_cross_entropy(probs, y)`). The fix calls
+    `binary_cross_entropy_with_logits(logits, ...)`, keeping the target, `weight` and
+    `reduction` arguments as written, positional or keyword; for ordinary inputs the two
+    are equal in value and gradient (a test proves it with torch), and for extreme logits
+    the fused form is the more accurate one.
+    - Safe when the sigmoid's result has no other use: a sigmoid in the call goes, and an
+      assigned one goes with its assignment.
+    - Unsafe when the assigned probabilities have other uses (metrics, logging): the
+      assignment stays for them, and the loss no longer sees what another use may do
+      to them in between (an in-place `probs.clamp_(...)`).
+    - No fix when the logits are not a plain name, attribute or constant subscript
+      (`model(x)[0]` would be computed again), when they are mentioned between the
+      sigmoid and the loss (a rebinding or an in-place update), when the probabilities
+      are bound more than once, or when a comment would be lost.
+    - A `from torch.nn.functional import binary_cross_entropy` name is replaced by a name
+      bound to `binary_cross_entropy_with_logits`: an existing import of it, else the
+      import line is changed (the name renamed when this call was its only use, else
+      the logits form added beside it), else `torch.nn.functional....` when `torch` is
+      bound; no fix when none of these is possible. `torch.binary_cross_entropy` (not a
+      torch function; torch's `binary_cross_entropy_with_logits` takes other arguments)
+      and `nn.BCELoss` get no fix: drop the sigmoid from the model and use the logits
+      form or `nn.BCEWithLogitsLoss`.
     """
 
     # A BCE in this file, or a call that may reach one in another file (then the file
@@ -124,6 +157,78 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(input=z, target=y)\n"
             ),
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        probs = torch.sigmoid(logits)\n        loss = F.binary_cross_entropy(probs, y)\n"
+                "    return loss\n"
+            ),
+            fixed=(
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        loss = F.binary_cross_entropy_with_logits(logits, y)\n"
+                "    return loss\n"
+            ),
+            line=8,
+            column=16,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
+                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
+                "        loss = F.binary_cross_entropy(probs, y, reduction='sum')\n"
+                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
+                "    return loss, accuracy\n"
+            ),
+            fixed=(
+                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
+                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
+                "        loss = F.binary_cross_entropy_with_logits(out.logits, y, reduction='sum')\n"
+                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
+                "    return loss, accuracy\n"
+            ),
+            unsafe=True,
+            line=7,
+            column=16,
+            message="use `binary_cross_entropy_with_logits` on logits",
+        ),
+        Invalid(
+            (
+                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
+                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
+                "        probs = torch.sigmoid(logits)\n        logits = logits.float()\n"
+                "        loss = F.binary_cross_entropy(probs, y)\n"
+                "    return loss\n"
+            ),
+            fixed=None,
+            line=9,
+            column=16,
+        ),
+        Invalid(
+            (
+                "import torch\nfrom torch.nn.functional import binary_cross_entropy\n\n"
+                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
+            ),
+            fixed=(
+                "import torch\nfrom torch.nn.functional import binary_cross_entropy_with_logits\n\n"
+                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy_with_logits(logits, y)\n"
+            ),
+            line=5,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises",
+        ),
+        Invalid(
+            (
+                "from torch import autocast\nfrom torch.nn.functional import binary_cross_entropy\n"
+                "binary_cross_entropy_with_logits = None\n\n"
+                "with autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
+            ),
+            fixed=None,  # the logits form's name is taken and torch is not bound: no name to write
+            line=6,
+            column=12,
         ),
         Invalid(
             "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
@@ -186,20 +291,192 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         )
 
     def _logits_fix(self, node: cst.Call) -> Fix | None:
-        if not isinstance(node.func, cst.Attribute) or not node.args or node.args[0].star:
+        """``binary_cross_entropy(<sigmoid of x>, ...)`` → ``..._with_logits(x, ...)``, the
+        sigmoid written in the call or assigned just before it; only the callee and the
+        input change, so the call keeps its layout."""
+        # `torch.binary_cross_entropy` does not exist (torch 2.13), and the aten
+        # `torch.binary_cross_entropy_with_logits` takes other arguments: no fix there.
+        if self.qualified_name(node.func) != FUNCTIONAL_BCE:
             return None
-        first = node.args[0]
-        if first.keyword is not None and first.keyword.value != "input":
+        first = _input_argument(node)
+        if first is None:
             return None
-        logits = self._sigmoid_argument(first.value)
-        if logits is None:
+        callee = self._logits_callee(node)
+        if callee is None:
             return None
-        new_args = (first.with_changes(value=logits), *node.args[1:])
-        new_func = node.func.with_changes(attr=cst.Name(node.func.attr.value + "_with_logits"))
-        return self.make_fix(
-            "Use `binary_cross_entropy_with_logits` on the logits",
-            [self.context.replace(node, node.with_changes(func=new_func, args=new_args))],
+        callee_edit, import_edits = callee
+        editor = CallEdits(self.context, node)
+        callee_edit(editor)
+        applicability = Applicability.SAFE
+        removal: list[Edit] = []
+        inline = self._sigmoid_argument(first.value)
+        if inline is not None:
+            editor.unwrap(first.value, inline)
+            message = "Use `binary_cross_entropy_with_logits` on the logits"
+        else:
+            assigned = self._assigned_sigmoid(first.value, node)
+            if assigned is None:
+                return None
+            logits, statement, other_uses = assigned
+            editor.replace_node(first.value, source_of(self.context, logits))
+            if other_uses:
+                # The probabilities stay for their other uses; one of them may change them
+                # before the loss (`probs.clamp_(...)`), which the logits would not see.
+                applicability = Applicability.UNSAFE
+                message = "Use `binary_cross_entropy_with_logits` on the logits (the sigmoid stays for its other uses)"
+            else:
+                removal.append(delete_statement(self.context, statement))
+                message = "Use `binary_cross_entropy_with_logits` on the logits and drop the unused sigmoid"
+        edit = editor.edit()
+        if edit is None:
+            return None
+        return self.make_fix(message, [edit, *removal, *import_edits], applicability=applicability)
+
+    def _logits_callee(self, node: cst.Call) -> tuple[Callable[[CallEdits], None], list[Edit]] | None:
+        """How to write ``binary_cross_entropy_with_logits`` in place of the callee, and the
+        import edits that makes it bound; None when no bound name can be written."""
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            # `F.binary_cross_entropy`: the same module has the logits form.
+            return (lambda editor: editor.replace_node(func.attr, WITH_LOGITS)), []
+        if not isinstance(func, cst.Name):
+            return None
+        bindings = self.context.analysis.bindings
+        # 1. A name this file already binds to the logits form.
+        existing = self._with_logits_name(node)
+        if existing is not None:
+            return (lambda editor: editor.rename(existing)), []
+        # 2. Added to the `from torch.nn.functional import binary_cross_entropy` line.
+        binding = bindings.import_binding(func)
+        statement = binding.node if binding is not None else None
+        if (
+            binding is not None
+            and isinstance(statement, cst.ImportFrom)
+            and not isinstance(statement.names, cst.ImportStar)
+            and not statement.relative
+            and statement.module is not None
+            and cst.helpers.get_full_name_for_node(statement.module) == "torch.nn.functional"
+            and bindings.is_free(WITH_LOGITS, node)
+            and bindings.is_free(WITH_LOGITS, statement)
+        ):
+            edit = self._import_with_logits(statement, binding)
+            if edit is not None:
+                return (lambda editor: editor.rename(WITH_LOGITS)), [edit]
+        # 3. Through torch, when torch is bound here.
+        torch = bindings.module_binding("torch", at=node)
+        if torch is not None:
+            qualified = f"{torch}.nn.functional.{WITH_LOGITS}"
+            return (lambda editor: editor.rename(qualified)), []
+        return None
+
+    def _with_logits_name(self, at: cst.CSTNode) -> str | None:
+        """A name bound at ``at`` to torch's ``binary_cross_entropy_with_logits`` by an import."""
+        candidates = sorted(
+            {
+                bound_name(alias)
+                for statement in self.context.analysis.tree.parents
+                if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar)
+                for alias in statement.names
+                if cst.helpers.get_full_name_for_node(alias.name) == WITH_LOGITS
+            },
+            key=lambda name: (name != WITH_LOGITS, name),
         )
+        return next((name for name in candidates if self._binds_with_logits(at, name)), None)
+
+    def _binds_with_logits(self, at: cst.CSTNode, name: str) -> bool:
+        """Is ``name`` bound at ``at`` to torch's ``binary_cross_entropy_with_logits``, and to
+        nothing else?"""
+        found = self.context.analysis.bindings.of(at, name)
+        return bool(found) and all(
+            isinstance(binding, ImportAssignment)
+            and isinstance(binding.node, cst.ImportFrom)
+            and self._imports_with_logits(binding.node, name)
+            for binding in found
+        )
+
+    def _imports_with_logits(self, statement: cst.ImportFrom, name: str) -> bool:
+        if statement.relative or statement.module is None or isinstance(statement.names, cst.ImportStar):
+            return False
+        if cst.helpers.get_full_name_for_node(statement.module) != "torch.nn.functional":
+            return False
+        return any(
+            cst.helpers.get_full_name_for_node(alias.name) == WITH_LOGITS and bound_name(alias) == name
+            for alias in statement.names
+        )
+
+    def _import_with_logits(self, statement: cst.ImportFrom, binding: ImportAssignment) -> Edit | None:
+        """The import edit that binds ``binary_cross_entropy_with_logits``: the imported name
+        renamed when this call is the only use of ``binary_cross_entropy`` (no unused import
+        is left), else the logits form added right after it (where it sorts)."""
+        assert not isinstance(statement.names, cst.ImportStar)
+        if len(binding.references) == 1:
+            alias = next(
+                (alias for alias in statement.names if bound_name(alias) == binding.name and alias.asname is None),
+                None,
+            )
+            if alias is not None:
+                return self.context.replace(alias.name, WITH_LOGITS)
+        after = next(
+            (
+                index + 1
+                for index, alias in enumerate(statement.names)
+                if cst.helpers.get_full_name_for_node(alias.name) == "binary_cross_entropy"
+            ),
+            len(statement.names),
+        )
+        editor = import_names(self.context, statement)
+        editor.add(after, WITH_LOGITS)
+        return editor.edit()
+
+    def _assigned_sigmoid(
+        self, expr: cst.BaseExpression, call: cst.Call
+    ) -> tuple[cst.BaseExpression, cst.SimpleStatementLine, bool] | None:
+        """``probs = torch.sigmoid(logits)`` earlier in the same block, ``probs`` bound nowhere
+        else and ``logits`` untouched in between: (``logits``, the assignment's line, does
+        ``probs`` have other uses?)."""
+        if not isinstance(expr, cst.Name):
+            return None
+        analysis = self.context.analysis
+        tree = analysis.tree
+        found = analysis.bindings.of(expr)
+        if len(found) != 1 or not isinstance(found[0], Assignment) or isinstance(found[0], ImportAssignment):
+            return None
+        assignment = found[0]
+        target = assignment.node
+        assign_target = tree.parent(target)
+        assign = tree.parent(assign_target) if assign_target is not None else None
+        line = tree.parent(assign) if assign is not None else None
+        if not (
+            isinstance(assign_target, cst.AssignTarget)
+            and isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and assign.targets[0].target is target
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and tree.scope_of(line) is tree.scope_of(call)
+        ):
+            return None
+        logits = self._sigmoid_argument(assign.value)
+        if logits is None or not _plain_reference(logits) or has_comment(self.context, logits):
+            return None
+        if "\n" in source_of(self.context, logits) or "\r" in source_of(self.context, logits):
+            return None
+        located = tree.statement_list(line)
+        if located is None:
+            return None
+        siblings, index = located
+        later = {id(statement): position for position, statement in enumerate(siblings) if position > index}
+        holder = next((later[id(a)] for a in tree.ancestors(call) if id(a) in later), None)
+        if holder is None:
+            return None  # the loss is not computed after the assignment in the same block
+        root = receiver_root(logits)
+        assert isinstance(root, cst.Name)
+        # The logits must still hold what the sigmoid saw: no mention of them in between
+        # (a rebinding, an in-place update), nor in the statement that computes the loss.
+        if any(_mentions(statement, root.value) for statement in siblings[index + 1 : holder + 1]):
+            return None
+        other_uses = any(access.node is not expr for access in assignment.references)
+        return logits, line, other_uses
 
     def _sigmoid_argument(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         if not isinstance(expr, cst.Call):
@@ -214,3 +491,36 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         ):
             return expr.func.value
         return None
+
+
+def _input_argument(call: cst.Call) -> cst.Arg | None:
+    """The argument that is the BCE's ``input``: the first positional one, or ``input=``."""
+    if any(arg.star for arg in call.args):
+        return None
+    for position, arg in enumerate(call.args):
+        if (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value == "input"):
+            return arg
+    return None
+
+
+def _plain_reference(expr: cst.BaseExpression) -> bool:
+    """A name, or attributes and constant subscripts of one (``out.logits``, ``outputs[0]``,
+    ``out["logits"]``): reading it again reads the same value."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+                return False
+            if not isinstance(expr.slice[0].slice.value, (cst.Integer, cst.SimpleString)):
+                return False
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name) and current.value == name:
+            return True
+        stack.extend(current.children)
+    return False

@@ -15,6 +15,7 @@ from amplint.analysis.torch_api import (
     RUNTIME_TORCH,
 )
 from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.fixes.calls import has_comment
 from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -638,6 +639,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         declares amplint (the runtime-dependency policy), never for a torch the helpers lack."""
         if not self.context.project.torch_has(RUNTIME_TORCH):
             return None
+        if has_comment(self.context, node):
+            return None  # the expression is replaced whole: a comment in it would be lost
         if not self.context.project.runtime_helpers:
             applicability = Applicability.UNSAFE
         imports = Importer(self.context).runtime()

@@ -7,6 +7,7 @@ from amplint.analysis.syntax import call_arguments
 from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER, RUNTIME_TORCH
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
+from amplint.fixes.calls import has_comment, source_of
 from amplint.fixes.importer import Importer
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -267,7 +268,13 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         arguments = call_arguments(call, DEPRECATED_AUTOCAST_ORDER if use.deprecated else AUTOCAST_ORDER)
         if arguments is None:
             return None
-        code = self.context.module.code_for_node
+        if has_comment(self.context, node):
+            return None  # the expression is replaced whole: a comment in it would be lost
+        # Sub-expressions as written (re-rendering one alone would drop the indentation of
+        # its continuation lines).
+        def code(expr: cst.CSTNode) -> str:
+            return source_of(self.context, expr)
+
         devices = self.context.analysis.devices
         device: str | None = None
         tested = devices.tested_device(node.test)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.diagnostics import Applicability
+from amplint.fixes.calls import source_of
 from amplint.rules.base import AnalysisRule, Invalid
 
 CLIP_FUNCTIONS = frozenset(
@@ -140,10 +141,13 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         step = min(steps, key=lambda c: self.context.span(c.call)[0])
         fix = None
         statement = self.context.analysis.tree.statement_of(node)
-        if step.optimizer is not None and statement is not None:
+        # A new line before the clip's own line, at its indentation; not for a clip in a
+        # one-line suite (`if sync: clip(...); scaler.step(opt)`), whose `unscale_` would
+        # run outside the condition, on every iteration.
+        if step.optimizer is not None and isinstance(statement, cst.SimpleStatementLine):
             line_start = self.context.line_start(self.context.span(statement)[0])
             indent = self.context.indentation(statement)
-            optimizer = self.context.module.code_for_node(step.call.args[0].value)
+            optimizer = source_of(self.context, step.call.args[0].value)
             fix = self.make_fix(
                 f"Insert `{scaler}.unscale_({optimizer})` before clipping",
                 [self.context.insert(line_start, f"{indent}{scaler}.unscale_({optimizer}){self.context.source.newline}")],

@@ -17,6 +17,7 @@ from amplint.analysis.syntax import (
 from amplint.analysis.torch_api import positional_order
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
+from amplint.fixes.calls import CallEdits, has_comment, source_of
 from amplint.rules.base import AnalysisRule, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
@@ -381,23 +382,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             if enabled is None or bool_value(enabled) is True:
                 condition = test
             else:
-                condition = f"({self.context.module.code_for_node(enabled)} and {test})"
+                condition = f"({source_of(self.context, enabled)} and {test})"
         return self._enabled_fix(node, enabled, condition)
 
     def _enabled_fix(self, node: cst.Call, enabled: cst.BaseExpression | None, condition: str) -> Fix | None:
+        """``enabled=`` set to ``condition``: the old value replaced, or the keyword added after
+        the last argument (on a line of its own when each argument has one)."""
         if enabled is not None:
-            return self.make_fix(f"Set `enabled={condition}`", [self.context.replace(enabled, condition)])
-        if not node.args:
-            start, end = self.context.span(node)
-            call_text = self.context.text[start:end]
-            if not call_text.endswith("()"):
+            if has_comment(self.context, enabled):
                 return None
-            return self.make_fix(
-                f"Set `enabled={condition}`", [self.context.edit(end - 1, end - 1, f"enabled={condition}")]
-            )
-        last = node.args[-1]
-        end = self.context.span(last)[1]
-        return self.make_fix(f"Set `enabled={condition}`", [self.context.insert(end, f", enabled={condition}")])
+            return self.make_fix(f"Set `enabled={condition}`", [self.context.replace(enabled, condition)])
+        editor = CallEdits(self.context, node)
+        editor.add(len(node.args), f"enabled={condition}")
+        edit = editor.edit()
+        return self.make_fix(f"Set `enabled={condition}`", [edit]) if edit is not None else None
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:

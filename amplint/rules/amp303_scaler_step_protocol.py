@@ -8,6 +8,7 @@ from amplint.analysis.scalers import ScalerCall
 from amplint.analysis.syntax import dotted_name, last_name
 from amplint.analysis.training import is_optimizer_name
 from amplint.diagnostics import Applicability, Fix
+from amplint.fixes.calls import comment_spans, outer_span
 from amplint.rules.base import AnalysisRule, Invalid
 
 AMP_FLAG = re.compile(r"scaler|amp|fp16|half|mixed|precision", re.IGNORECASE)
@@ -246,19 +247,37 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
             ):
                 continue
             optimizer = self.context.module.code_for_node(node.func.value)  # type: ignore[attr-defined]
-            replacement = f"{scaler}.step({optimizer})"
-            fixes = [self.context.replace(node, replacement)]
-            if not any(c.method == "update" and c.scaler == scaler for c in scalers.calls):
-                end = self.context.line_end(self.context.span(statement)[1] - 1)
-                indent = self.context.indentation(statement)
-                fixes.append(self.context.insert(end, f"{indent}{scaler}.update(){self.context.source.newline}"))
             self.report(
                 node,
                 f"`{optimizer}.step()` after `{scaler}.scale(loss).backward()` steps on scaled gradients; "
                 f"use `{scaler}.step({optimizer})`",
-                fix=self.make_fix(f"Replace with `{replacement}`", fixes),
+                fix=self._scaled_step_fix(node, statement, scaler),
             )
             return
+
+    def _scaled_step_fix(self, node: cst.Call, statement: cst.BaseStatement, scaler: str) -> Fix | None:
+        """``opt.step()`` → ``scaler.step(opt)`` (the optimizer's text kept as written), and
+        ``scaler.update()`` on the next line when the file has none."""
+        receiver = cst.ensure_type(node.func, cst.Attribute).value
+        receiver_start, receiver_end = outer_span(self.context, receiver)
+        end = self.context.span(node)[1]
+        if any(receiver_end <= comment < end for comment, _ in comment_spans(self.context, node)):
+            return None
+        optimizer = self.context.text[receiver_start:receiver_end]
+        replacement = f"{scaler}.step({optimizer})"
+        edits = [
+            self.context.insert(receiver_start, f"{scaler}.step("),
+            self.context.edit(receiver_end, end, ")"),
+        ]
+        if not any(c.method == "update" and c.scaler == scaler for c in self.context.analysis.scalers.calls):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                # `if sync: opt.step()`: an update on the next line would run on every
+                # iteration, and `update()` without a `step()` raises.
+                return None
+            line_end = self.context.line_end(self.context.span(statement)[1] - 1)
+            indent = self.context.indentation(statement)
+            edits.append(self.context.insert(line_end, f"{indent}{scaler}.update(){self.context.source.newline}"))
+        return self.make_fix(f"Replace with `{replacement}`", edits)
 
     def _path_within(self, statement: cst.CSTNode, later: object) -> list[cst.CSTNode] | None:
         """The compound statements between one of ``later`` and ``statement`` (None if not under them)."""
