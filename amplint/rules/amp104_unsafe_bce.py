@@ -104,6 +104,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(logits, y, weight=w, reduction='sum')\n"
             ),
+            line=4,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             (
@@ -114,6 +117,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nwith torch.autocast(device_type=device_type):\n"
                 "    loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y, w)\n"
             ),
+            line=3,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             (
@@ -124,10 +130,16 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(input=z, target=y)\n"
             ),
+            line=4,
+            column=12,
+            message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
             "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
             fixed=None,
+            line=3,
+            column=13,
+            message="use `nn.BCEWithLogitsLoss` on logits",
         ),
         Invalid(
             (
@@ -135,6 +147,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "    loss = F.binary_cross_entropy(probs, y)\n"
             ),
             fixed=None,
+            line=4,
+            column=12,
+            message="use `binary_cross_entropy_with_logits` on logits",
         ),
     )
 
