@@ -1,63 +1,49 @@
-"""Every rule's own VALID / INVALID examples and its page's Example / Use instead blocks."""
+"""What every rule's examples must be, and its page's Example / Use instead blocks.
+
+The examples themselves run in tests/rules/test_ampNNN.py, one module per rule, through
+the shared checks in tests/rules/examples.py.
+"""
 
 from __future__ import annotations
 
-import ast
+import importlib
+import inspect
 import re
 
 import pytest
 
-from amplint.api import check_source, fix_source_text
+from amplint.api import check_source
 from amplint.engine.rule import RuleType
 from amplint.rules import all_rules
 
 RULES = [rule for rule in all_rules() if rule.INVALID or rule.VALID]
 
 
-def _cases(attribute: str) -> list[tuple[RuleType, int]]:
-    return [(rule, index) for rule in RULES for index in range(len(getattr(rule, attribute)))]
+def test_every_invalid_example_pins_its_first_finding() -> None:
+    unpinned = [
+        f"{rule.code}-{index}"
+        for rule in RULES
+        for index, example in enumerate(rule.INVALID)
+        if example.line is None or example.column is None or not example.message
+    ]
+    assert unpinned == [], f"Invalid examples without line=, column= and message=: {unpinned}"
 
 
-def _id(case: tuple[RuleType, int]) -> str:
-    return f"{case[0].code}-{case[1]}"
-
-
-@pytest.mark.parametrize("case", _cases("VALID"), ids=_id)
-def test_valid_example_is_silent(case: tuple[RuleType, int]) -> None:
-    rule, index = case
-    source = rule.VALID[index]
-    found = [d for d in check_source(source, select=["ALL"]) if d.code == rule.code]
-    assert found == [], f"{rule.code} fired on its valid example:\n{source}"
-
-
-@pytest.mark.parametrize("case", _cases("INVALID"), ids=_id)
-def test_invalid_example_fires_and_fixes(case: tuple[RuleType, int]) -> None:
-    rule, index = case
-    example = rule.INVALID[index]
-    found = [d for d in check_source(example.code, select=[rule.code]) if d.code == rule.code]
-    assert found, f"{rule.code} did not fire on its invalid example:\n{example.code}"
-    if example.count is not None:
-        assert len(found) == example.count
-    report = fix_source_text(example.code, select=[rule.code], unsafe_fixes=example.unsafe)
-    fixed = report.new_text
-    if example.fixed is None:
-        assert fixed == example.code, f"{rule.code} changed an example that declares no fix"
-        return
-    assert fixed == example.fixed
-    ast.parse(fixed)  # the fix re-parses as Python
-    again = fix_source_text(fixed, select=[rule.code], unsafe_fixes=example.unsafe).new_text
-    assert again == fixed, "fixing twice must equal fixing once"
-    if not example.unsafe:
-        safe_only = fix_source_text(example.code, select=[rule.code]).new_text
-        assert safe_only == fixed
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_with_examples_has_a_test_module_that_runs_them(rule: RuleType) -> None:
+    module = importlib.import_module(f"rules.test_{rule.code.lower()}")
+    assert module.RULE is rule
+    for name, examples in (("test_valid_example", rule.VALID), ("test_invalid_example", rule.INVALID)):
+        test = getattr(module, name, None)
+        assert test is not None, f"{module.__name__} has no {name}"
+        parametrized = [mark for mark in getattr(test, "pytestmark", []) if mark.name == "parametrize"]
+        assert [len(mark.args[1]) for mark in parametrized] == [len(examples)]
 
 
 _BLOCK = re.compile(r"## (Example|Use instead)\s*\n+```python\n(.*?)```", re.DOTALL)
 
 
 def _page_blocks(rule: RuleType) -> dict[str, str]:
-    import inspect
-
     page = inspect.cleandoc(rule.__doc__ or "")
     return {title: body for title, body in _BLOCK.findall(page)}
 

@@ -93,11 +93,16 @@ class UnusedNoqaRule(Rule[SourceContext]):
         Invalid(
             code="x = 1  # noqa: E501, AMP123 why\n",
             fixed="x = 1  # noqa: E501 why\n",
+            line=1,
+            column=8,
             message="unknown: `AMP123`",
         ),
         Invalid(
             code="x = 1  # noqa: AMP001  -- kept for the migration\n",
             fixed="x = 1  # -- kept for the migration\n",
+            line=1,
+            column=8,
+            message="Unused `noqa` directive (non-enabled: `AMP001`)",
         ),
     )
 

@@ -155,6 +155,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
             fixed='import torch\nwith torch.amp.autocast("cuda", enabled=True):\n    pass\n',
+            line=2,
+            column=6,
+            message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             "import torch\nwith torch.cpu.amp.autocast(False, torch.bfloat16, True):\n    pass\n",
@@ -162,6 +165,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 'import torch\nwith torch.amp.autocast("cpu", enabled=False, dtype=torch.bfloat16, '
                 "cache_enabled=True):\n    pass\n"
             ),
+            line=2,
+            column=6,
+            message='use `torch.amp.autocast("cpu", ...)`',
         ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast(dtype=torch.float16, enabled=use_amp):\n    pass\n",
@@ -169,22 +175,37 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 'import torch\nwith torch.amp.autocast("cuda", dtype=torch.float16, enabled=use_amp):\n'
                 "    pass\n"
             ),
+            line=2,
+            column=6,
+            message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             "import torch\nargs = (True,)\nwith torch.cuda.amp.autocast(*args):\n    pass\n",
             fixed=None,
+            line=3,
+            column=6,
+            message="`torch.cuda.amp.autocast(...)` is deprecated",
         ),
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**10, enabled=True)\n",
             fixed='import torch\nscaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=True)\n',
+            line=2,
+            column=10,
+            message='use `torch.amp.GradScaler("cuda", ...)`',
         ),
         Invalid(
             "import torch\nscaler = torch.cpu.amp.GradScaler()\n",
             fixed='import torch\nscaler = torch.amp.GradScaler("cpu")\n',
+            line=2,
+            column=10,
+            message='use `torch.amp.GradScaler("cpu", ...)`',
         ),
         Invalid(
             "import torch as th\nscaler = th.cuda.amp.GradScaler()\n",
             fixed='import torch as th\nscaler = th.amp.GradScaler("cuda")\n',
+            line=2,
+            column=10,
+            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler\n\n"
@@ -194,18 +215,30 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda"):\n    pass\n'
             ),
             count=3,
+            line=1,
+            column=1,
+            message="`torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` are deprecated",
         ),
         Invalid(
             "import os\nfrom torch.cuda.amp import autocast as ac\n\nwith ac(enabled=False):\n    pass\n",
             fixed='import os\nimport torch\n\nwith torch.amp.autocast("cuda", enabled=False):\n    pass\n',
+            line=2,
+            column=1,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             "import torch.cuda.amp as amp\n\nwith amp.autocast():\n    pass\n",
             fixed='import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n',
+            line=3,
+            column=6,
+            message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             "import torch\nfrom torch.cuda import amp\n\nscaler = amp.GradScaler(enabled=True)\n",
             fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda", enabled=True)\n',
+            line=4,
+            column=10,
+            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
             "import torch\nfrom torch.cuda.amp import custom_fwd, custom_bwd\n\n"
@@ -220,6 +253,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 '    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
                 "    def backward(ctx, g):\n        return g\n"
             ),
+            line=2,
+            column=1,
+            message="`torch.cuda.amp.custom_fwd`, `torch.cuda.amp.custom_bwd` are deprecated",
         ),
         Invalid(
             "import torch\n\n@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n    return x\n",
@@ -228,6 +264,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
                 "def f(x):\n    return x\n"
             ),
+            line=3,
+            column=2,
+            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
             "import torch\n\ndef f(x):\n    return x\n\ng = torch.cuda.amp.custom_fwd(f)\n",
@@ -235,6 +274,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 "import torch\n\ndef f(x):\n    return x\n\n"
                 'g = torch.amp.custom_fwd(f, device_type="cuda")\n'
             ),
+            line=6,
+            column=5,
+            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
             "import contextlib\nimport torch\n\n"
@@ -243,6 +285,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 "import contextlib\nimport functools\nimport torch\n\n"
                 'ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext\n'
             ),
+            line=4,
+            column=7,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             "import functools\nimport torch\n\n"
@@ -251,6 +296,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 "import functools\nimport torch\n\n"
                 'ctx = functools.partial(torch.amp.autocast, "cuda", enabled=True, dtype=torch.bfloat16)\n'
             ),
+            line=4,
+            column=25,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             "import torch\n\ndef save(s: torch.cuda.amp.GradScaler) -> None:\n"
@@ -260,10 +308,16 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 "    assert isinstance(s, (torch.amp.GradScaler, int))\n"
             ),
             count=2,
+            line=3,
+            column=13,
+            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
         Invalid(
             "import torch\nfactory = torch.cuda.amp.autocast\nwith factory(True):\n    pass\n",
             fixed=None,
+            line=2,
+            column=11,
+            message="called with positional arguments",
         ),
         Invalid(
             "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
@@ -272,8 +326,17 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
                 "    def test(self):\n        self.assertIsInstance(make(), torch.amp.GradScaler)\n"
             ),
+            line=6,
+            column=39,
+            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
-        Invalid("import torch\nSCALERS = (torch.cuda.amp.GradScaler, MyScaler)\n", fixed=None),
+        Invalid(
+            "import torch\nSCALERS = (torch.cuda.amp.GradScaler, MyScaler)\n",
+            fixed=None,
+            line=2,
+            column=12,
+            message="inside a collection: migrate by hand",
+        ),
         # A registry argument: the partial is offered, but as an unsafe fix (RT-DETR).
         Invalid(
             "import torch.cuda.amp as amp\n\nGradScaler = register()(amp.grad_scaler.GradScaler)\n",
@@ -286,14 +349,23 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         Invalid(
             "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
             fixed=None,
+            line=3,
+            column=16,
+            message="subclassing it: migrate the base class by hand",
         ),
         Invalid(
             "import torch\nf = torch.cuda.amp.autocast_mode._cast\n",
             fixed=None,
+            line=2,
+            column=5,
+            message="`torch.cuda.amp.autocast_mode._cast` belongs to the deprecated `torch.cuda.amp` namespace",
         ),
         Invalid(
             "import torch\nac = getattr(torch.cuda.amp, 'autocast')\n",
             fixed=None,
+            line=2,
+            column=6,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             # A use silenced with noqa keeps the import it needs.
@@ -305,17 +377,26 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 'with torch.amp.autocast("cuda", enabled=True):\n    pass\n'
             ),
             count=2,
+            line=1,
+            column=1,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             # Shadowed by a parameter: only the (now unused) import is deprecated, and it goes.
             "from torch.cuda.amp import autocast\n\ndef f(autocast):\n    with autocast():\n        pass\n",
             fixed="\ndef f(autocast):\n    with autocast():\n        pass\n",
             count=1,
+            line=1,
+            column=1,
+            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             "torch = 'not the module'\nfrom torch.cuda.amp import GradScaler\ns = GradScaler()\n",
             fixed=None,
             count=2,
+            line=2,
+            column=1,
+            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp`",
         ),
     )
 

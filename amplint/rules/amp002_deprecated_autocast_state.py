@@ -97,10 +97,16 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
         Invalid(
             "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
             fixed='import torch\ndtype = torch.get_autocast_dtype("cuda")\n',
+            line=2,
+            column=9,
+            message='use `torch.get_autocast_dtype("cuda")`',
         ),
         Invalid(
             "import torch as th\nth.set_autocast_cpu_dtype(th.bfloat16)\n",
             fixed='import torch as th\nth.set_autocast_dtype("cpu", th.bfloat16)\n',
+            line=2,
+            column=1,
+            message='use `torch.set_autocast_dtype("cpu", ...)`',
         ),
         Invalid(
             "import torch\nif torch.is_autocast_cpu_enabled():\n    torch.set_autocast_cpu_enabled(False)\n",
@@ -109,14 +115,23 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
                 '    torch.set_autocast_enabled("cpu", False)\n'
             ),
             count=2,
+            line=2,
+            column=4,
+            message='use `torch.is_autocast_enabled("cpu")`',
         ),
         Invalid(
             "from torch import get_autocast_xla_dtype\nd = get_autocast_xla_dtype()\n",
             count=1,  # the function was imported by name: no fix can keep that import meaningful
+            line=2,
+            column=5,
+            message='use `torch.get_autocast_dtype("xla")`',
         ),
         Invalid(
             "import torch\ntorch.set_autocast_gpu_dtype(dtype=torch.float16)\n",
             fixed='import torch\ntorch.set_autocast_dtype("cuda", dtype=torch.float16)\n',
+            line=2,
+            column=1,
+            message='use `torch.set_autocast_dtype("cuda", ...)`',
         ),
     )
 

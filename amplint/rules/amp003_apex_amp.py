@@ -165,6 +165,9 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             ),
             unsafe=True,
             count=3,
+            line=2,
+            column=1,
+            message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         # Other apex.amp uses: flagged, no fix.
         Invalid(
@@ -176,12 +179,30 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             ),
             fixed=None,
             count=4,
+            line=1,
+            column=1,
+            message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
-        Invalid("from apex.amp import scale_loss\nwith scale_loss(loss, opt) as s:\n    s.backward()\n", count=2),
-        Invalid("import apex\nmodel, opt = apex.amp.initialize(model, opt)\n", count=1),
+        Invalid(
+            "from apex.amp import scale_loss\nwith scale_loss(loss, opt) as s:\n    s.backward()\n",
+            count=2,
+            line=1,
+            column=1,
+            message="`apex.amp` no longer exists in current apex; use native AMP",
+        ),
+        Invalid(
+            "import apex\nmodel, opt = apex.amp.initialize(model, opt)\n",
+            count=1,
+            line=2,
+            column=14,
+            message="`apex.amp.initialize` no longer exists in current apex",
+        ),
         Invalid(
             "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\nif amp:\n    model = amp.initialize(model)\n",
             count=1,
+            line=2,
+            column=5,
+            message="`apex.amp` no longer exists in current apex",
         ),
     )
 

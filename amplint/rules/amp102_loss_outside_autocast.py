@@ -161,6 +161,9 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
                 "        loss = F.cross_entropy(out, y)  # main loss\n    loss.backward()\n"
             ),
+            line=7,
+            column=12,
+            message="Loss computed outside the autocast block",
         ),
         Invalid(
             (
@@ -175,6 +178,9 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 "            loss = self.criterion(logits, batch['y'])\n\n"
                 "        self.scaler.scale(loss).backward()\n"
             ),
+            line=8,
+            column=16,
+            message="Loss computed outside the autocast block",
         ),
         # The loss takes a value derived after the block from one computed inside it.
         Invalid(
@@ -195,6 +201,9 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 "    n = len(y)\n    loss = criterion(out, y) / n\n    loss.backward()\n"
             ),
             fixed=None,
+            line=8,
+            column=12,
+            message="Loss computed outside the autocast block",
         ),
     )
 

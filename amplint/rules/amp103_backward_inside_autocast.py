@@ -89,6 +89,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         Invalid(
             "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\nstep()\n",
             fixed="import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\nstep()\n",
+            line=4,
+            column=5,
+            message="Backward pass inside an autocast block",
         ),
         Invalid(
             "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
@@ -97,19 +100,31 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
                 "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
                 "        # scaled backward\n    scaler.scale(loss).backward()  # keep me\n    scaler.step(opt)\n"
             ),
+            line=7,
+            column=9,
+            message="Backward pass inside an autocast block",
         ),
         Invalid(
             "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\n    log(loss)\n",
             fixed=None,
+            line=4,
+            column=5,
+            message="Backward pass inside an autocast block",
         ),
         Invalid(
             "import torch\nwith accelerator.autocast():\n    loss = model(x)\n    torch.autograd.backward(loss)\n",
             fixed="import torch\nwith accelerator.autocast():\n    loss = model(x)\ntorch.autograd.backward(loss)\n",
+            line=4,
+            column=5,
+            message="Backward pass inside an autocast block",
         ),
         Invalid(
             "import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\n    a.backward(retain_graph=True)\n    b.backward()\n",
             fixed="import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\na.backward(retain_graph=True)\nb.backward()\n",
             count=2,
+            line=4,
+            column=5,
+            message="Backward pass inside an autocast block",
         ),
     )
 

@@ -137,6 +137,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(logits, y, weight=w, reduction='sum')\n"
             ),
+            line=4,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             (
@@ -147,6 +150,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nwith torch.autocast(device_type=device_type):\n"
                 "    loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y, w)\n"
             ),
+            line=3,
+            column=12,
+            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             (
@@ -157,6 +163,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
                 "    loss = F.binary_cross_entropy_with_logits(input=z, target=y)\n"
             ),
+            line=4,
+            column=12,
+            message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
             (
@@ -233,6 +242,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         Invalid(
             "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
             fixed=None,
+            line=3,
+            column=13,
+            message="use `nn.BCEWithLogitsLoss` on logits",
         ),
         Invalid(
             (
@@ -240,6 +252,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "    loss = F.binary_cross_entropy(probs, y)\n"
             ),
             fixed=None,
+            line=4,
+            column=12,
+            message="use `binary_cross_entropy_with_logits` on logits",
         ),
     )
 

@@ -131,15 +131,26 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda'):\n        loss = m(x)\n    loss.backward()\n"
+            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda'):\n        loss = m(x)\n    loss.backward()\n",
+            line=4,
+            column=5,
+            message="small gradients underflow to zero",
         ),
         Invalid(
-
+            (
                 "import torch\ndtype = torch.bfloat16 if bf16 else torch.float16\n"
                 "with torch.autocast('cuda', dtype=dtype):\n    loss = m(x)\nloss.backward()\n"
-
+            ),
+            line=3,
+            column=1,
+            message="small gradients underflow to zero",
         ),
-        Invalid("import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n"),
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n",
+            line=2,
+            column=1,
+            message="small gradients underflow to zero",
+        ),
         # After AMP202's fix: the runtime's autocast picks float16 where bfloat16 is not native.
         Invalid(
             "import amplint.runtime\n\ndef step(m, x, device):\n    with amplint.runtime.autocast(device):\n"

@@ -269,6 +269,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 "    with torch.autocast(amplint.runtime.device_type(device)):\n        return model(x)\n"
             ),
             unsafe=True,
+            line=4,
+            column=25,
+            message='hardcodes device type "cuda" although this code has a device variable (`device`)',
         ),
         Invalid(
             (
@@ -350,6 +353,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 "    with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):\n        pass\n"
             ),
             unsafe=True,
+            line=4,
+            column=25,
+            message='`str(device)` as the autocast device type is "cuda:0"',
         ),
         Invalid(
             (
@@ -363,6 +369,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 "            return self.model(x)\n"
             ),
             unsafe=True,
+            line=8,
+            column=45,
+            message="has a device variable (`self.device`)",
         ),
         Invalid(
             "import torch as th\n\ndef f(args):\n    x = x.to(args.device)\n    scaler = th.amp.GradScaler('cuda')\n",
@@ -371,6 +380,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 "    scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))\n"
             ),
             unsafe=True,
+            line=5,
+            column=32,
+            message='`torch.amp.GradScaler` hardcodes device type "cuda"',
         ),
         # A dataclass field is a device variable for its methods (RULES.md rev 4).
         Invalid(
@@ -425,6 +437,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             "    with torch.autocast('cuda'):\n        pass\n",
             fixed=None,
             unsafe=True,
+            line=6,
+            column=25,
+            message="use `amplint.runtime.device_type(args.device)`",
         ),
     )
 

@@ -188,6 +188,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
                 "with ctx:\n    loss = model(x)\nloss.backward()\n"
             ),
             unsafe=True,
+            line=6,
+            column=7,
+            message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
             (
@@ -201,6 +204,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
                 "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
             ),
             unsafe=True,
+            line=5,
+            column=10,
+            message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
             (
@@ -214,6 +220,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
                 "with amp_ctx:\n    loss = m(x)\nloss.backward()\n"
             ),
             unsafe=True,
+            line=3,
+            column=11,
+            message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
     )
 

@@ -96,6 +96,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 "    scaler.unscale_(opt)\n"
                 "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
             ),
+            line=5,
+            column=5,
+            message="clipped while still scaled by `scaler`",
         ),
         Invalid(
             (
@@ -115,6 +118,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 "                grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)\n"
                 "                self.scaler.step(self.optimizer)\n                self.scaler.update()\n"
             ),
+            line=8,
+            column=29,
+            message="clipped while still scaled by `self.scaler`",
         ),
     )
 

@@ -138,6 +138,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n"
                 "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
             ),
+            line=2,
+            column=10,
+            message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             (
@@ -152,6 +155,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "    scaler = torch.cuda.amp.GradScaler(enabled=(args.amp and ptdtype == torch.float16))\n"
                 "    with torch.autocast('cuda', dtype=ptdtype):\n        pass\n"
             ),
+            line=5,
+            column=14,
+            message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             "import torch\nscaler = torch.amp.GradScaler()\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
@@ -159,10 +165,16 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "import torch\nscaler = torch.amp.GradScaler(enabled=False)\n"
                 "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
             ),
+            line=2,
+            column=10,
+            message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             "import torch\nscaler = torch.amp.GradScaler('cpu', enabled=True)\nwith torch.autocast('cpu'):\n    pass\n",
             fixed="import torch\nscaler = torch.amp.GradScaler('cpu', enabled=False)\nwith torch.autocast('cpu'):\n    pass\n",
+            line=2,
+            column=10,
+            message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         # The seed documents' Trainer: scaler in __init__, bfloat16 autocast in train_step.
         Invalid(

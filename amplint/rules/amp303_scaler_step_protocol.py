@@ -135,6 +135,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         Invalid(
             "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    log()\n",
             fixed="def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n    log()\n",
+            line=3,
+            column=5,
+            message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
             (
@@ -147,6 +150,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 "    scaler.update()\n    opt.zero_grad()\n"
             ),
             count=1,
+            line=6,
+            column=5,
+            message="use `scaler.step(opt)`",
         ),
         Invalid(
             (
@@ -154,6 +160,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 "    clip()\n    scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n    scaler.update()\n"
             ),
             fixed=None,
+            line=5,
+            column=5,
+            message="`scaler.unscale_(optimizer)` called twice before `step`",
         ),
     )
 

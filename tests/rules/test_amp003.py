@@ -1,21 +1,47 @@
-"""AMP003's migration of the canonical apex.amp loop gives native AMP code that trains.
+"""AMP003 apex-amp: its examples, a finding on real code, and the
+migration of the canonical apex.amp loop.
 
-apex.amp cannot be imported any more, so the original cannot run; the claim checked here
-is that the rewritten function is the native recipe and runs: GradScaler and autocast
-constructed for the device, the loss scaled, the optimizer stepped through the scaler.
-The tests run on CPU, where autocast and GradScaler exist too ("cuda" becomes "cpu"
-for the run only).
-"""
+apex.amp cannot be imported any more, so the original loop cannot run; the claim checked
+here is that the rewritten function is the native recipe and runs: GradScaler and
+autocast constructed for the device, the loss scaled, the optimizer stepped through the
+scaler. The run is on CPU, where autocast and GradScaler exist too ("cuda" becomes "cpu"
+for the run only)."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 
-from amplint.api import fix_text
+from amplint.api import check_source, fix_text
+from amplint.engine.rule import Invalid
+from amplint.rules.amp003_apex_amp import ApexAmp
+from rules.examples import (
+    assert_invalid_example,
+    assert_valid_example,
+    invalid_examples,
+    valid_examples,
+)
 
-pytest.importorskip("torch")
+RULE = ApexAmp
 
-import torch
+
+@pytest.mark.parametrize("source", valid_examples(RULE))
+def test_valid_example(source: str) -> None:
+    assert_valid_example(RULE, source)
+
+
+@pytest.mark.parametrize("example", invalid_examples(RULE))
+def test_invalid_example(example: Invalid) -> None:
+    assert_invalid_example(RULE, example)
+
+
+def test_apex_module_introspection_is_not_a_use() -> None:
+    # DeepSpeed logs `amp.__path__`; only the import is reported.
+    source = "from apex import amp\n\nprint(amp.__path__)\nmodel, opt = amp.initialize(model, opt)\n"
+    found = check_source(source.encode(), "train.py", select=["AMP003"])
+    assert [(d.code, d.location.row) for d in found] == [("AMP003", 1), ("AMP003", 4)]
+
 
 APEX_LOOP = '''import torch
 from apex import amp
@@ -57,7 +83,7 @@ def test_the_canonical_loop_becomes_the_native_recipe() -> None:
     assert fix_text(fixed, select=["ALL"], unsafe_fixes=True) == fixed
 
 
-def test_the_migrated_loop_trains_on_cpu() -> None:
+def test_the_migrated_loop_trains_on_cpu(torch: ModuleType) -> None:
     namespace: dict[str, object] = {}
     exec(compile(NATIVE_LOOP.replace('"cuda"', '"cpu"'), "native.py", "exec"), namespace)
     torch.manual_seed(0)

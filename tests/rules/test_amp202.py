@@ -1,10 +1,35 @@
-"""AMP202's fix: both conditional forms become amplint.runtime.autocast, arguments kept."""
+"""AMP202 autocast-disabled-off-cuda: its examples, and its fix on both conditional
+forms: they become amplint.runtime.autocast with their arguments kept, and the fixed
+nanoGPT context really autocasts on CPU."""
 
 from __future__ import annotations
+
+from types import ModuleType
 
 import pytest
 
 from amplint.api import fix_text
+from amplint.engine.rule import Invalid
+from amplint.rules.amp202_autocast_disabled_off_cuda import AutocastDisabledOffCuda
+from rules.examples import (
+    assert_invalid_example,
+    assert_valid_example,
+    invalid_examples,
+    valid_examples,
+)
+
+RULE = AutocastDisabledOffCuda
+
+
+@pytest.mark.parametrize("source", valid_examples(RULE))
+def test_valid_example(source: str) -> None:
+    assert_valid_example(RULE, source)
+
+
+@pytest.mark.parametrize("example", invalid_examples(RULE))
+def test_invalid_example(example: Invalid) -> None:
+    assert_invalid_example(RULE, example)
+
 
 MIRROR = '''from contextlib import nullcontext
 
@@ -68,8 +93,7 @@ def test_the_fix_is_unsafe_only() -> None:
     assert fix_text(NANOGPT, select=["AMP202"]) == NANOGPT
 
 
-def test_the_fixed_nanogpt_context_autocasts_on_cpu() -> None:
-    torch = pytest.importorskip("torch")
+def test_the_fixed_nanogpt_context_autocasts_on_cpu(torch: ModuleType) -> None:
     seen: list[tuple[bool, object]] = []
 
     def model(x: object) -> object:

@@ -1,22 +1,37 @@
-"""Findings on real training code that the rules must (or must not) report.
-
-Each case is the smallest reproduction of something seen while running amplint over
-public repositories (named in the test), kept so that it stays decided.
-"""
+"""AMP201 hardcoded-amp-device: its examples, and findings on real training
+code that it must (or must not) report: each the smallest reproduction of something seen
+while running amplint over public repositories (named in the test), kept so that it stays
+decided."""
 
 from __future__ import annotations
 
+import pytest
+
 from amplint.api import check_source
+from amplint.engine.rule import Invalid
+from amplint.rules.amp201_hardcoded_amp_device import HardcodedAmpDevice
+from rules.examples import (
+    assert_invalid_example,
+    assert_valid_example,
+    invalid_examples,
+    valid_examples,
+)
+
+RULE = HardcodedAmpDevice
 
 
-def _codes(source: str, select: str) -> list[tuple[str, int]]:
-    return [(d.code, d.location.row) for d in check_source(source.encode(), "train.py", select=[select])]
+@pytest.mark.parametrize("source", valid_examples(RULE))
+def test_valid_example(source: str) -> None:
+    assert_valid_example(RULE, source)
 
 
-def test_apex_module_introspection_is_not_a_use() -> None:
-    # DeepSpeed logs `amp.__path__`; only the import is reported.
-    source = "from apex import amp\n\nprint(amp.__path__)\nmodel, opt = amp.initialize(model, opt)\n"
-    assert _codes(source, "AMP003") == [("AMP003", 1), ("AMP003", 4)]
+@pytest.mark.parametrize("example", invalid_examples(RULE))
+def test_invalid_example(example: Invalid) -> None:
+    assert_invalid_example(RULE, example)
+
+
+def _rows(source: str) -> list[tuple[str, int]]:
+    return [(d.code, d.location.row) for d in check_source(source.encode(), "train.py", select=["AMP201"])]
 
 
 def test_nccl_after_a_cuda_device_count_assertion_is_fine() -> None:
@@ -27,9 +42,9 @@ def test_nccl_after_a_cuda_device_count_assertion_is_fine() -> None:
         "import torch\nimport torch.distributed as dist\n" + choice + "\nif rank != -1:\n"
         "    assert torch.cuda.device_count() > rank\n    dist.init_process_group(backend='nccl')\n"
     )
-    assert _codes(source, "AMP201") == []
+    assert _rows(source) == []
     unguarded = "import torch\nimport torch.distributed as dist\n" + choice + "\nif rank != -1:\n    dist.init_process_group(backend='nccl')\n"
-    assert _codes(unguarded, "AMP201") == [("AMP201", 6)]
+    assert _rows(unguarded) == [("AMP201", 6)]
 
 
 def test_a_device_bound_to_cuda_is_not_a_device_choice() -> None:
@@ -38,12 +53,12 @@ def test_a_device_bound_to_cuda_is_not_a_device_choice() -> None:
         "import torch\n\ndef test_cache():\n    device = torch.device('cuda')\n    x = x.to(device)\n"
         "    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n        pass\n"
     )
-    assert _codes(source, "AMP201") == []
+    assert _rows(source) == []
     chosen = source.replace("torch.device('cuda')", "torch.device(args.device)")
-    assert _codes(chosen, "AMP201") == [("AMP201", 6)]
+    assert _rows(chosen) == [("AMP201", 6)]
 
 
 def test_a_region_that_turns_cuda_autocast_off_is_fine() -> None:
     # diffusers' timestep embeddings.
     source = "import torch\n\ndef embed(t):\n    with torch.amp.autocast('cuda', enabled=False):\n        return t.device\n"
-    assert _codes(source, "AMP201") == []
+    assert _rows(source) == []
