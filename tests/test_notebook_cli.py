@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from amplint.cli import cli
+from amplint.notebook import Notebook, NotebookError
 
 SETUP = ["!pip install torch\n", "%matplotlib inline\n", "import torch\n", "model = torch.nn.Linear(4, 4)"]
 # A %%bash cell holds shell, not Python: the deprecated name in it is not a finding.
@@ -375,3 +376,32 @@ def test_stdin_with_a_notebook_name_is_read_as_a_notebook(project: Path) -> None
     assert json.loads(result.stdout_bytes)["cells"][3]["source"] == TRAIN_FIXED
     result = CliRunner().invoke(cli, ["check", "--output-format", "concise", "--stdin-filename", "other.ipynb"], input=data)
     assert result.stdout.startswith("other.ipynb:cell 4:2:10: AMP001")
+
+
+def test_a_fix_that_cannot_be_written_back_is_not_applied_and_said(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Notebook, new_text: str) -> bytes:
+        raise NotebookError("the edit touched an IPython line in cell 4; it cannot be mapped back")
+
+    monkeypatch.setattr(Notebook, "with_python_text", refuse)
+    before = (project / "nb.ipynb").read_bytes()
+    code, out, err = invoke("fix", "--apply", "--output-format", "concise", "nb.ipynb")
+    assert code == 1
+    assert err == (
+        "error: nb.ipynb:1:1: fix not applied: cannot write the fix back into the notebook: "
+        "the edit touched an IPython line in cell 4; it cannot be mapped back\n"
+    )
+    assert (project / "nb.ipynb").read_bytes() == before
+    # What remains is reported in the cells, as a check would.
+    assert out.splitlines()[0].startswith("nb.ipynb:cell 4:2:10: AMP001")
+
+
+def test_a_source_written_as_one_string_is_annotated_on_its_row(project: Path) -> None:
+    document = notebook()
+    document["cells"][3]["source"] = "".join(TRAIN)
+    (project / "nb.ipynb").write_bytes(one_space_json(document))
+    data = (project / "nb.ipynb").read_bytes()
+    github = invoke("check", "--output-format", "github", "nb.ipynb")[1].splitlines()
+    row = json_row(data, "".join(TRAIN))
+    assert [re.search(r"line=(\d+),endLine=(\d+)", line).groups() for line in github] == [(str(row), str(row))] * 3  # type: ignore[union-attr]
+    assert invoke("fix", "--apply", "nb.ipynb")[0] == 0
+    assert json.loads((project / "nb.ipynb").read_bytes())["cells"][3]["source"] == "".join(TRAIN_FIXED)

@@ -270,6 +270,9 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
             report.fixed = source.encode(text)
             report.new_text = text
         except SourceError as error:
+            # Nothing is written: the findings are those of the text as it is.
+            checked = _process_source(path, data, replace(job, mode=Mode.CHECK))
+            report.diagnostics, report.warnings = checked.diagnostics, checked.warnings
             report.fix_failures.append(FixFailure("", 1, 1, str(error)))
             report.fixes_applied = {}
     return _filter_codes(report, rules)
