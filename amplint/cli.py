@@ -419,9 +419,10 @@ def server() -> None:
         if (error.name or "").split(".")[0] not in {"pygls", "lsprotocol", "cattrs", "attrs"}:
             raise
         _error(
-            "`amplint server` needs the language server libraries (pygls, lsprotocol): "
-            "install them with `pip install 'amplint[server]'` "
-            "(from a checkout: `pip install -e '.[server]'`)"
+            "`amplint server` needs amplint's `server` extra (pygls and lsprotocol), which is "
+            "not installed: install amplint with it (from a checkout: `pip install -e '.[server]'`; "
+            "from git: `pip install 'amplint[server] @ git+<URL>@<commit>'`), or add "
+            "`pip install 'pygls>=2' lsprotocol` to this environment"
         )
         sys.exit(EXIT_ERROR)
     serve()
