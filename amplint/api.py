@@ -37,6 +37,7 @@ from amplint.engine.config import (
     parse_per_file_ignores,
 )
 from amplint.engine.discovery import discover, is_excluded
+from amplint.engine.fixer import FixFailure
 from amplint.engine.progress import ProgressBar
 from amplint.engine.project import ProjectFacts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
@@ -49,7 +50,15 @@ from amplint.engine.runner import (
     run,
     write_atomically,
 )
-from amplint.engine.source import SourceError, decode
+from amplint.engine.source import SourceError, SourceFile, decode
+from amplint.notebook import (
+    Notebook,
+    NotebookError,
+    decode_notebook,
+    is_notebook,
+    notebook_json,
+    parse_notebook,
+)
 from amplint.rules import all_rules
 
 __all__ = [
@@ -65,6 +74,7 @@ __all__ = [
     "RuleType",
     "RunOptions",
     "RunOutcome",
+    "add_noqa_comment",
     "check_source",
     "clean_caches",
     "default_jobs",
@@ -74,6 +84,7 @@ __all__ = [
     "list_files",
     "registry",
     "rule_by_code",
+    "run_cells",
     "run_paths",
     "run_stdin",
     "run_text",
@@ -207,6 +218,13 @@ class RunOutcome:
                 return report.new_text if report.written else report.old_text
         return ""
 
+    def text_for(self, diagnostic: Diagnostic) -> str:
+        """The text ``diagnostic``'s rows count in: its file's, or its notebook cell's."""
+        for report in self.reports:
+            if report.path == diagnostic.path:
+                return report.text_for(diagnostic)
+        return ""
+
     @property
     def changed(self) -> list[FileReport]:
         """Files whose fixes change them (written or, for ``fix`` alone, not)."""
@@ -244,9 +262,9 @@ class RunOutcome:
         return [(r.path, r.write_error) for r in self.reports if r.write_error is not None]
 
     @property
-    def fix_failures(self) -> list[tuple[str, int, int, str, str]]:
-        """(path, row, column, code, why) of each fix that was not applied."""
-        return [(r.path, f.row, f.column, f.code, f.message) for r in self.reports for f in r.fix_failures]
+    def fix_failures(self) -> list[tuple[str, FixFailure]]:
+        """(path, failure) of each fix that was not applied (``failure.cell`` in a notebook)."""
+        return [(r.path, f) for r in self.reports for f in r.fix_failures]
 
     @property
     def internal_error(self) -> bool:
@@ -268,10 +286,26 @@ class RunOutcome:
 # -- running -----------------------------------------------------------------------------------
 
 
+# Formats that hold Python inside something else, for the engine (``Job.decoders``).
+DECODERS = ((".ipynb", decode_notebook),)
+
+
+def _job(mode: Mode, settings: Settings, *, unsafe_fixes: bool = False, project: ProjectFacts | None = None) -> Job:
+    return Job(mode, settings, registry(), unsafe_fixes=unsafe_fixes, project=project, decoders=DECODERS)
+
+
 def _run_job(mode: Mode, settings: Settings) -> Job:
     # ``--add-noqa`` checks: the comments are added from the findings, here.
     engine_mode = Mode.CHECK if mode is Mode.ADD_NOQA else mode
-    return Job(engine_mode, settings, registry())
+    return _job(engine_mode, settings)
+
+
+def _decode(path: str, data: bytes) -> SourceFile:
+    """The text the engine lints for ``path``: a notebook's module, else the decoded file."""
+    for suffix, decoder in DECODERS:
+        if path.endswith(suffix):
+            return decoder(data)
+    return decode(data)
 
 
 def _display_unsafe(options: RunOptions, resolver: ConfigResolver) -> bool:
@@ -336,17 +370,66 @@ def _finish_file(report: FileReport, mode: Mode, settings: Settings) -> None:
             _unwritten(report, problem, settings)
     elif mode is Mode.ADD_NOQA and report.original is not None:
         _add_noqa(report)
+    _place_in_cells(report)
     if not report.diagnostics and (report.fixed is None or report.written):
         # Nothing will quote this file's text again: memory stays bounded by the
         # findings, not by the size of the tree.
         report.original = None
         report.old_text = report.new_text = ""
+        report.cells = report.old_cells = None
+
+
+def _place_in_cells(report: FileReport) -> None:
+    """A notebook's findings placed in its cells, with the cells' texts for the outputs.
+
+    Done last, in this process: the engine, the cache, fixing and ``--add-noqa`` all
+    work on the notebook's module, so a cached result and a fresh one are placed alike.
+    """
+    if not is_notebook(report.path) or report.original is None:
+        return
+    fixed = report.fixed is not None and report.write_error is None
+    data = report.fixed if fixed and report.fixed is not None else report.original
+    try:
+        notebook = parse_notebook(data)
+        original = parse_notebook(report.original) if fixed else notebook
+    except NotebookError:
+        return  # its AMP900 points into the JSON text
+    if not notebook.is_python:
+        report.notes.append(f"skipped: the notebook's language is {notebook.language}, not Python")
+    elif notebook.skipped_cells:
+        numbers = ", ".join(str(number) for number in notebook.skipped_cells)
+        report.notes.append(f"cell(s) {numbers} skipped: a cell magic that runs something other than Python")
+    if notebook.python_text != (report.new_text if fixed else report.old_text) or not notebook.code_cells:
+        return  # not analysed (too large) or nothing to place in
+    report.diagnostics = [_placed(notebook, d) for d in report.diagnostics]
+    report.fix_failures = [_placed_failure(original, failure) for failure in report.fix_failures]
+    report.cells = notebook.cell_texts()
+    report.old_cells = original.cell_texts() if fixed else None
+
+
+def _placed(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
+    if diagnostic.code == INTERNAL_ERROR:
+        return diagnostic  # about the whole file, not a place in it
+    try:
+        return notebook.place(diagnostic)
+    except ValueError:
+        return diagnostic
+
+
+def _placed_failure(notebook: Notebook, failure: FixFailure) -> FixFailure:
+    if not failure.code:
+        return failure  # about the whole file (the fix could not be written back)
+    try:
+        where = notebook.locate((failure.row, failure.column))
+    except ValueError:
+        return failure
+    return dataclasses.replace(failure, cell=where.cell, row=where.row, column=where.column)
 
 
 def _unwritten(report: FileReport, problem: str, settings: Settings) -> None:
     """A file that could not be written keeps its findings: report them as a check would."""
     assert report.original is not None
-    checked = process_source(report.path, report.original, Job(Mode.CHECK, settings, registry()))
+    checked = process_source(report.path, report.original, _job(Mode.CHECK, settings))
     report.write_error = problem
     report.diagnostics = checked.diagnostics
     report.fixes_applied = {}
@@ -358,7 +441,7 @@ def _add_noqa(report: FileReport) -> None:
     if not report.diagnostics or report.original is None:
         return
     try:
-        source = decode(report.original)
+        source = _decode(report.path, report.original)
     except SourceError:
         return  # its AMP900 stays a finding
     added = add_noqa(source.text, report.diagnostics)
@@ -395,7 +478,35 @@ def run_text(
     settings = resolver.for_path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     mode = Mode.FIX if options.mode is Mode.APPLY else options.mode
-    return process_source(path, raw, _run_job(mode, settings))
+    report = process_source(path, raw, _run_job(mode, settings))
+    _place_in_cells(report)
+    return report
+
+
+def run_cells(
+    cells: Sequence[tuple[str, str]],
+    path: str,
+    options: RunOptions = RunOptions(),
+    *,
+    resolver: ConfigResolver | None = None,
+) -> FileReport:
+    """Check or fix a notebook held in memory as its cells, ``(cell type, source)`` pairs
+    in order (``"code"``, ``"markdown"`` or ``"raw"``), as if it were the notebook
+    ``path``: an editor's notebook document. Diagnostics carry cell numbers, the 1-based
+    positions in ``cells``; with a fixing mode, ``report.cells`` holds the fixed code
+    cells' sources."""
+    if not is_notebook(path):
+        raise ValueError(f"{path}: a notebook's path must end with .ipynb")
+    return run_text(notebook_json(cells), path, options, resolver=resolver)
+
+
+def add_noqa_comment(text: str, diagnostic: Diagnostic) -> str | None:
+    """``text`` with a ``# noqa`` comment silencing ``diagnostic`` on the row it starts
+    on (merged into a directive already there), or None where no comment can silence it
+    (AMP900, a row that ends inside a string). For a notebook finding, ``text`` is its
+    cell's."""
+    added = add_noqa(text, [dataclasses.replace(diagnostic, cell=None)])
+    return added.text if added.added else None
 
 
 def run_stdin(data: bytes, filename: str | None, options: RunOptions = RunOptions()) -> RunOutcome:
@@ -567,8 +678,10 @@ def check_source(
     ``project``: what the code's project declares (target torch, runtime helpers); by
     default nothing (current torch, no runtime helpers), whatever the current directory."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.CHECK, _settings(select, settings), registry(), project=project or ProjectFacts())
-    return process_source(path, data, job).diagnostics
+    job = _job(Mode.CHECK, _settings(select, settings), project=project or ProjectFacts())
+    report = process_source(path, data, job)
+    _place_in_cells(report)
+    return report.diagnostics
 
 
 def fix_source_text(
@@ -582,8 +695,10 @@ def fix_source_text(
 ) -> FileReport:
     """Fix source text; the report holds the new text, what was applied and what remains."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    job = Job(Mode.FIX, _settings(select, settings), registry(), unsafe_fixes=unsafe_fixes, project=project or ProjectFacts())
-    return process_source(path, data, job)
+    job = _job(Mode.FIX, _settings(select, settings), unsafe_fixes=unsafe_fixes, project=project or ProjectFacts())
+    report = process_source(path, data, job)
+    _place_in_cells(report)
+    return report
 
 
 def fix_text(

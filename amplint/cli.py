@@ -59,6 +59,7 @@ from amplint.output import (
 from amplint.output.statistics import statistics_rows
 from amplint.output.style import use_color
 from amplint.output.summary import add_noqa_summary, check_summary, diff_summary, fix_listing
+from amplint.output.text import position
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Formats `--statistics` can be printed in: a table, or its rows as JSON.
@@ -409,6 +410,25 @@ def list_rules(output_format: str) -> None:
 
 
 @cli.command()
+def server() -> None:
+    """Run the language server on stdio, for editors (needs `amplint[server]`)."""
+    try:
+        # Imported here: pygls is an optional dependency that checking never needs.
+        from amplint.server import main as serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in {"pygls", "lsprotocol", "cattrs", "attrs"}:
+            raise
+        _error(
+            "`amplint server` needs amplint's `server` extra (pygls and lsprotocol), which is "
+            "not installed: install amplint with it (from a checkout: `pip install -e '.[server]'`; "
+            "from git: `pip install 'amplint[server] @ git+<URL>@<commit>'`), or add "
+            "`pip install 'pygls>=2' lsprotocol` to this environment"
+        )
+        sys.exit(EXIT_ERROR)
+    serve()
+
+
+@cli.command()
 def doctor() -> None:
     """Show what this machine supports for mixed precision (needs torch)."""
     try:
@@ -667,7 +687,7 @@ def _fix_stdin(options: Options, outcome: RunOutcome, data: bytes) -> int:
     _print_problems(options, outcome)
     remaining = outcome.diagnostics
     if remaining and not options.silent:
-        items = [Sourced(_shown(d, options.verbose), report.new_text) for d in remaining]
+        items = [Sourced(_shown(d, options.verbose), report.text_for(d) if d.cell is not None else report.new_text) for d in remaining]
         text_format = options.output_format not in MACHINE_FORMATS
         rendered = render("concise" if text_format else options.output_format, items, unsafe=outcome.unsafe_fixes)
         click.echo(rendered, err=True, nl=False)
@@ -693,8 +713,10 @@ def _print_problems(options: Options, outcome: RunOutcome) -> None:
         _error(message)
     for path, problem in outcome.write_errors:
         _error(f"{display_path(path)}: {problem}")
-    for path, row, column, code, message in outcome.fix_failures:
-        _error(f"{display_path(path)}:{row}:{column}:{f' {code}' if code else ''} fix not applied: {message}")
+    for path, failure in outcome.fix_failures:
+        cell = f"cell {failure.cell}:" if failure.cell is not None else ""
+        code = f" {failure.code}" if failure.code else ""
+        _error(f"{display_path(path)}:{cell}{failure.row}:{failure.column}:{code} fix not applied: {failure.message}")
 
 
 def _statistics(options: Options, diagnostics: Sequence[Diagnostic], unsafe: bool) -> str:
@@ -707,6 +729,9 @@ def _statistics(options: Options, diagnostics: Sequence[Diagnostic], unsafe: boo
 
 def _report(options: Options, mode: Mode, outcome: RunOutcome, printer: Printer) -> int:
     _print_problems(options, outcome)
+    for report in outcome.reports:
+        for note in report.notes:
+            printer.log(f"{display_path(report.path)}: {note}")
     unsafe = outcome.unsafe_fixes
     diagnostics = outcome.diagnostics
     not_checked = len(outcome.errors)
@@ -718,7 +743,7 @@ def _report(options: Options, mode: Mode, outcome: RunOutcome, printer: Printer)
         # A diff cannot show that a file could not be analysed at all; say it aside.
         for d in diagnostics:
             if d.code in (PARSE_ERROR, INTERNAL_ERROR) and not options.silent:
-                where = f"{display_path(d.path)}:{d.location.row}:{d.location.column}"
+                where = f"{display_path(d.path)}:{position(d)}"
                 _warning(f"{where}: {d.code} {d.message}")
         if not options.quiet and not options.silent:
             click.echo(diff_summary(outcome.would_fix, diagnostics, unsafe, not_checked=not_checked), err=True)
@@ -726,7 +751,7 @@ def _report(options: Options, mode: Mode, outcome: RunOutcome, printer: Printer)
             click.echo(fix_listing("Would fix", outcome.fixes_by_file(changed)), err=True, nl=False)
         return _exit_code(options, mode, outcome, fixed=0, pending=bool(changed))
 
-    items = [Sourced(_shown(d, options.verbose), outcome.text_of(d.path)) for d in diagnostics]
+    items = [Sourced(_shown(d, options.verbose), outcome.text_for(d)) for d in diagnostics]
     if options.show_statistics:
         printer.out(_statistics(options, diagnostics, unsafe))
     elif items or printer.machine:

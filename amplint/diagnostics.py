@@ -2,6 +2,10 @@
 
 Positions are 1-based rows and 1-based columns counted in characters of the decoded
 source (what an editor shows); offsets are 0-based indices into the decoded text.
+
+In a Jupyter notebook the linted text is the code cells joined into one module; once a
+finding is placed in its cell, ``cell`` is the 1-based cell number (every cell counts,
+as in Ruff) and rows are relative to that cell. Offsets stay those of the module.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Edit:
     content: str
     location: Location
     end_location: Location
+    # The notebook cell the edit is in (rows then count from that cell); None in a .py file.
+    cell: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,10 +60,17 @@ class Diagnostic:
     fix: Fix | None = None
     # Free-form detail (e.g. a traceback for AMP999) shown only with --verbose.
     detail: str | None = field(default=None, compare=False)
+    # The notebook cell the finding is in (rows then count from that cell); None in a
+    # .py file, and for a finding about a whole notebook.
+    cell: int | None = None
+    # First and last row of the finding in the file as stored, where that differs from
+    # the rows above: a notebook's JSON text. Formats that annotate the file itself
+    # (GitHub, SARIF, GitLab, reviewdog) use them so annotations land on the cell's line.
+    file_rows: tuple[int, int] | None = field(default=None, compare=False)
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str, str]:
-        return (self.path, self.location.row, self.location.column, self.code, self.message)
+    def sort_key(self) -> tuple[str, int, int, int, str, str]:
+        return (self.path, self.cell or 0, self.location.row, self.location.column, self.code, self.message)
 
     @property
     def fixable(self) -> bool:

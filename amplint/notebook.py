@@ -18,21 +18,28 @@ from __future__ import annotations
 
 import ast
 import codecs
+import dataclasses
 import json
 import os
 import re
 import warnings
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Protocol
+
+from amplint.diagnostics import Diagnostic, Edit, Location
+from amplint.engine.source import SourceError, SourceFile
 
 __all__ = [
     "CellLocation",
     "Notebook",
     "NotebookError",
+    "NotebookSource",
+    "decode_notebook",
     "is_notebook",
+    "notebook_json",
     "parse_notebook",
 ]
 
@@ -503,6 +510,74 @@ class Notebook:
         """Numbers of the cells in python_text, in order."""
         return tuple(cell.number for cell in self._cells)
 
+    def cell_texts(self) -> dict[int, str]:
+        """The source of each analysed code cell, by number, as the notebook shows it."""
+        return {cell.number: cell.source for cell in self._cells}
+
+    def _cell(self, number: int) -> _CodeCell:
+        for cell in self._cells:
+            if cell.number == number:
+                return cell
+        raise ValueError(f"cell {number} is not an analysed code cell")
+
+    def file_row(self, number: int, row: int) -> int:
+        """The row of the notebook's JSON text where row ``row`` of cell ``number`` is
+        written: the row of the ``source`` list item holding the line's start (one string
+        per line, as Jupyter writes it), or of the ``source`` string."""
+        cell = self._cell(number)
+        value = cell.value
+        if not value.is_list or not value.items:
+            return _row_column(self._text, value.span.start)[0]
+        lines = _split_lines(cell.source)
+        target = sum(len(content) + len(newline) for content, newline in lines[: max(row - 1, 0)])
+        offset = 0
+        for item in value.items:
+            length = len(json.loads(self._text[item.start : item.end]))
+            if target < offset + length:
+                return _row_column(self._text, item.start)[0]
+            offset += length
+        return _row_column(self._text, value.items[-1].start)[0]
+
+    def _place(self, location: Location) -> tuple[CellLocation, CellLocation]:
+        """The cell position of a module position, and the end of that cell."""
+        placed = self.locate(location)
+        end_row, end_column = self._cell(placed.cell).end
+        return placed, CellLocation(placed.cell, end_row, end_column)
+
+    def _place_range(self, start: Location, end: Location) -> tuple[CellLocation, CellLocation]:
+        first, cell_end = self._place(start)
+        last = self.locate(end)
+        # A range cannot leave its cell in the editor: one reaching past it ends with it.
+        return first, last if last.cell == first.cell else cell_end
+
+    def place(self, diagnostic: Diagnostic) -> Diagnostic:
+        """A diagnostic of ``python_text`` placed in its cell: ``cell`` set, rows and
+        columns relative to the cell (its fix's edits too), ``file_rows`` in the JSON.
+
+        Raises ValueError when the diagnostic lies outside ``python_text``.
+        """
+        first, last = self._place_range(diagnostic.location, diagnostic.end_location)
+        fix = diagnostic.fix
+        if fix is not None:
+            fix = replace(fix, edits=tuple(self._place_edit(edit) for edit in fix.edits))
+        return replace(
+            diagnostic,
+            cell=first.cell,
+            location=Location(first.row, first.column),
+            end_location=Location(last.row, last.column),
+            fix=fix,
+            file_rows=(self.file_row(first.cell, first.row), self.file_row(first.cell, last.row)),
+        )
+
+    def _place_edit(self, edit: Edit) -> Edit:
+        first, last = self._place_range(edit.location, edit.end_location)
+        return replace(
+            edit,
+            cell=first.cell,
+            location=Location(first.row, first.column),
+            end_location=Location(last.row, last.column),
+        )
+
     # --- locations ---
 
     def _row_column(self, position: int | tuple[int, int] | RowColumn) -> tuple[int, int]:
@@ -634,6 +709,58 @@ class Notebook:
             originals.setdefault(json.loads(raw), raw)
         encoded = [originals.get(line) or style.encode(line) for line in lines]
         return "[" + value.opening + value.separator.join(encoded) + value.closing + "]"
+
+
+@dataclass(frozen=True)
+class NotebookSource(SourceFile):
+    """A notebook as the engine lints it: ``text`` is its module, ``encode`` writes an
+    edited module back into the cells (only the changed cells' sources)."""
+
+    notebook: Notebook | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def encode(self, text: str) -> bytes:
+        if self.notebook is None:  # pragma: no cover - decode_notebook always sets it
+            raise SourceError("internal error: a notebook source without its notebook")
+        try:
+            return self.notebook.with_python_text(text)
+        except NotebookError as error:
+            raise SourceError(f"cannot write the fix back into the notebook: {error}") from None
+
+    def with_text(self, text: str) -> NotebookSource:
+        return replace(self, text=text)
+
+
+def decode_notebook(data: bytes) -> NotebookSource:
+    """The engine's decoder for ``.ipynb`` files; raises SourceError (with the JSON
+    position) for a file that is not an nbformat 4 notebook."""
+    try:
+        notebook = parse_notebook(data)
+    except NotebookError as error:
+        raise SourceError(str(error), error.row, error.column) from None
+    return NotebookSource(
+        text=notebook.python_text,
+        encoding="utf-8",
+        bom=notebook._bom,
+        newline=notebook._newline,
+        notebook=notebook,
+    )
+
+
+def notebook_json(cells: Sequence[tuple[str, str]], language: str = "python") -> bytes:
+    """An nbformat 4 notebook holding ``cells``, (cell type, source) pairs in order: an
+    editor's notebook document, made into what `parse_notebook` reads. Cell numbers are
+    positions in ``cells`` (1-based)."""
+    document = {
+        "cells": [
+            {"cell_type": kind, "metadata": {}, "source": source}
+            | ({"execution_count": None, "outputs": []} if kind == "code" else {})
+            for kind, source in cells
+        ],
+        "metadata": {"language_info": {"name": language}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(document, indent=1).encode("utf-8")
 
 
 def _check_written(text: str, sources: dict[int, str]) -> None:

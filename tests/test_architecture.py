@@ -35,8 +35,10 @@ ALLOWED: dict[str, set[str]] = {
     "amplint.output": OUTPUT,
     "amplint.notebook": ENGINE | {"amplint.notebook"},
     "amplint.api": RULES | OUTPUT | {"amplint.notebook", "amplint.api"},
-    # The CLI is commands, options and exit codes over the library API.
-    "amplint.cli": BASE | {"amplint.api", "amplint.output", "amplint.docs", "amplint.cli", "amplint.runtime.doctor"},
+    # The CLI is commands, options and exit codes over the library API; `amplint server`
+    # starts the language server (imported lazily: its libraries are an optional extra).
+    "amplint.cli": BASE
+    | {"amplint.api", "amplint.output", "amplint.docs", "amplint.cli", "amplint.runtime.doctor", "amplint.server"},
     "amplint.server": BASE | {"amplint.api", "amplint.docs", "amplint.server"},
     # The runtime helpers stand alone: they ship to users' training code.
     "amplint.runtime": {"amplint.runtime"},

@@ -9,6 +9,7 @@ skipped, while any other installation failure fails it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -184,3 +185,58 @@ def test_the_readme_local_hook_runs_with_pre_commit(tmp_path: Path) -> None:
     (project / "bad.py").write_text(GOOD)
     (project / "stub.pyi").write_text(GOOD)
     assert pre_commit("amplint").returncode == 0
+
+
+def notebook_with(source: str) -> str:
+    """A small nbformat 4 notebook: a markdown cell, then a code cell holding ``source``."""
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Mixed precision"]},
+                {
+                    "cell_type": "code",
+                    "execution_count": 1,
+                    "id": "train",
+                    "metadata": {},
+                    "outputs": [],
+                    "source": source.splitlines(keepends=True),
+                },
+            ],
+            "metadata": {"language_info": {"name": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        },
+        indent=1,
+    )
+
+
+def test_a_notebook_fails_the_hook_then_passes_after_fix_apply(tmp_path: Path) -> None:
+    source = tmp_path / "amplint-src"
+    source.mkdir()
+    snapshot_of_this_checkout(source)
+    config = readme_local_hook()
+    (hook,) = config["repos"][0]["hooks"]  # type: ignore[index]
+    hook["additional_dependencies"] = [str(source)]
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "train.ipynb").write_text(notebook_with(BAD))
+    (project / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "start")
+    pre_commit = runner(tmp_path, project)
+
+    check = pre_commit("amplint")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "train.ipynb:cell 2:2:5: AMP002" in check.stdout
+
+    fixed = subprocess.run(
+        [sys.executable, "-m", "amplint", "fix", "--apply", "train.ipynb"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert json.loads((project / "train.ipynb").read_text())["cells"][1]["source"] == FIXED.splitlines(keepends=True)
+    again = pre_commit("amplint")
+    assert again.returncode == 0, again.stdout + again.stderr

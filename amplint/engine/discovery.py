@@ -1,4 +1,5 @@
-"""Which files a run checks: Python files under the given paths, minus exclusions.
+"""Which files a run checks: Python files and Jupyter notebooks under the given paths,
+minus exclusions.
 
 Directories are walked without following symbolic links to directories (no loops);
 inside a git repository, ``.gitignore`` files from the repository root down are
@@ -20,7 +21,8 @@ import pathspec
 
 from amplint.engine.config import ConfigResolver, Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks are found like .py files; the library API gives the engine their decoder.
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass
@@ -133,7 +135,7 @@ class _Walker:
             if is_dir:
                 if not ignorer.excluded(path.absolute(), is_dir=True):
                     yield from self.walk(path, anchor)
-            elif is_file and path.suffix in PYTHON_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
+            elif is_file and path.suffix in SOURCE_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
                 yield path
 
 

@@ -38,6 +38,9 @@ class FixFailure:
     row: int
     column: int
     message: str
+    # The notebook cell ``row`` counts in, once placed there (None: a .py file, or the
+    # whole notebook).
+    cell: int | None = None
 
 
 @dataclass

@@ -41,6 +41,9 @@ from amplint.engine.unused_noqa import (
 )
 from amplint.engine.workers import Died, TimedOut, run_tasks
 
+# A container format's decoder (see ``Job.decoders``).
+Decoder = Callable[[bytes], SourceFile]
+
 
 class Mode(str, Enum):
     """What a run does; the one vocabulary of the engine, the API and the CLI."""
@@ -73,6 +76,21 @@ class Job:
     # root by default); the summaries cache lives in ``summaries_dir`` when given.
     index_roots: tuple[str, ...] | None = None
     summaries_dir: str | None = None
+    # Files that hold Python inside another format (Jupyter notebooks), by suffix: their
+    # decoder gives the Python text, and its ``encode`` the way back to the file's bytes.
+    # The engine knows no such format itself; the library API passes the decoders.
+    decoders: tuple[tuple[str, Decoder], ...] = ()
+
+    def decoder_for(self, path: str) -> Decoder | None:
+        for suffix, decoder in self.decoders:
+            if path.endswith(suffix):
+                return decoder
+        return None
+
+    def decode(self, path: str, data: bytes) -> SourceFile:
+        """The file's text as the rules see it; raises SourceError."""
+        decoder = self.decoder_for(path)
+        return decoder(data) if decoder is not None else decode(data)
 
     def applicability(self, diagnostic: Diagnostic) -> Applicability | None:
         """A fix's applicability under the configuration's fix policy (``unfixable``,
@@ -135,22 +153,47 @@ class FileReport:
     dependencies: dict[str, str] = field(default_factory=dict)
     # Said on stderr, never a finding (a valid file libcst cannot parse).
     warnings: list[str] = field(default_factory=list)
+    # Said only with --verbose (a notebook in another language, skipped).
+    notes: list[str] = field(default_factory=list)
+    # A notebook's code cells by number, as the diagnostics' rows count them (after the
+    # fixes), and before the fixes when they changed any: what outputs quote and diff.
+    cells: dict[int, str] | None = None
+    old_cells: dict[int, str] | None = None
 
     @property
     def internal_error(self) -> bool:
         return any(d.code == INTERNAL_ERROR for d in self.diagnostics)
 
+    def text_for(self, diagnostic: Diagnostic) -> str:
+        """The text ``diagnostic``'s rows count in: its cell's in a notebook."""
+        if diagnostic.cell is not None and self.cells is not None:
+            return self.cells.get(diagnostic.cell, "")
+        return self.new_text if self.written else self.old_text
+
     def diff(self) -> str:
+        """The unified diff of the fixes; for a notebook, of each changed cell's code
+        (headed ``a/nb.ipynb:cell 3``), as Ruff shows it, not of the JSON."""
         if self.fixed is None:
             return ""
-        return "".join(
-            difflib.unified_diff(
-                self.old_text.splitlines(keepends=True),
-                self.new_text.splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
+        if self.cells is not None and self.old_cells is not None:
+            return "".join(
+                _unified_diff(old, self.cells.get(number, ""), f"{self.path}:cell {number}")
+                for number, old in sorted(self.old_cells.items())
+                if self.cells.get(number, "") != old
             )
-        )
+        return _unified_diff(self.old_text, self.new_text, self.path)
+
+
+def _unified_diff(old: str, new: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    # A last line without a newline is marked, as diff and git do, so that the next line
+    # of the diff does not run on from it (notebook cells rarely end with a newline).
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
@@ -183,21 +226,18 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
 def _process_source(path: str, data: bytes, job: Job) -> FileReport:
     report = FileReport(path=path, original=data)
     rules = rules_for_path(path, job.settings, job.registry)
-    if len(data) > job.settings.max_file_size:
-        report.diagnostics.append(
-            file_diagnostic(
-                path,
-                PARSE_ERROR,
-                f"file too large to analyse ({len(data)} bytes > max-file-size {job.settings.max_file_size})",
-            )
-        )
+    container = job.decoder_for(path) is not None
+    # A notebook's size is that of its code: outputs (images) can be megabytes.
+    if not container and _too_large(report, len(data), job):
         return _filter_codes(report, rules)
     try:
-        source = decode(data)
+        source = job.decode(path, data)
     except SourceError as error:
         location = Location(error.row, error.column)
-        message = str(error) if str(error).startswith("cannot ") else f"cannot decode: {error}"
+        message = str(error) if container or str(error).startswith("cannot ") else f"cannot decode: {error}"
         report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, message, location))
+        return _filter_codes(report, rules)
+    if container and _too_large(report, len(source.text.encode("utf-8", "surrogatepass")), job, "code"):
         return _filter_codes(report, rules)
     report.old_text = report.new_text = source.text
     if not job.mode.fixes:
@@ -230,9 +270,21 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
             report.fixed = source.encode(text)
             report.new_text = text
         except SourceError as error:
+            # Nothing is written: the findings are those of the text as it is.
+            checked = _process_source(path, data, replace(job, mode=Mode.CHECK))
+            report.diagnostics, report.warnings = checked.diagnostics, checked.warnings
             report.fix_failures.append(FixFailure("", 1, 1, str(error)))
             report.fixes_applied = {}
     return _filter_codes(report, rules)
+
+
+def _too_large(report: FileReport, size: int, job: Job, what: str = "file") -> bool:
+    limit = job.settings.max_file_size
+    if size <= limit:
+        return False
+    message = f"{what} too large to analyse ({size} bytes > max-file-size {limit})"
+    report.diagnostics.append(file_diagnostic(report.path, PARSE_ERROR, message))
+    return True
 
 
 def _unused_noqa(
@@ -467,10 +519,13 @@ def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic
     if digest(data) != expected:
         return None
     report = FileReport(path=path, diagnostics=diagnostics, original=data)
-    if len(data) <= job.settings.max_file_size:
+    container = job.decoder_for(path) is not None
+    if container or len(data) <= job.settings.max_file_size:
         # The text is what outputs quote the diagnostics from, exactly as without a cache.
         with contextlib.suppress(SourceError):
-            report.old_text = report.new_text = decode(data).text
+            text = job.decode(path, data).text
+            if not container or len(text.encode("utf-8", "surrogatepass")) <= job.settings.max_file_size:
+                report.old_text = report.new_text = text
     return report
 
 

@@ -12,6 +12,11 @@ unrelated lines move. It hashes the code, the path and the flagged source text
 (whitespace collapsed; the whole line for an empty range), plus how many identical
 findings come before it in the file. Row numbers and the message are left out: inserting
 a line above a finding, or rewording a message in a new amplint release, keeps it.
+
+In a notebook, ``lines`` are rows of the ``.ipynb`` file's JSON text (where the cell's
+flagged lines are written, so the diff view shows the finding on them) and the
+description ends with the position in the cell (``(cell 3:2:5)``); the fingerprint hashes
+the flagged text of the cell, and neither the cell's number nor its rows.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from amplint.diagnostics import Diagnostic
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR
 from amplint.output.model import Sourced
 from amplint.output.paths import gitlab_root, relative_posix
-from amplint.output.text import source_lines
+from amplint.output.text import position, source_lines
 
 # A file that could not be analysed hides every finding in it.
 _FILE_ERRORS = frozenset({PARSE_ERROR, INTERNAL_ERROR})
@@ -66,24 +71,27 @@ def _last_row(d: Diagnostic) -> int:
 def code_quality_issues(items: Sequence[Sourced]) -> list[dict[str, object]]:
     root = gitlab_root()
     seen: Counter[tuple[str, str, str]] = Counter()
-    lines: dict[str, list[str]] = {}
+    lines: dict[tuple[str, int | None], list[str]] = {}
     issues: list[dict[str, object]] = []
     for item in items:
         d = item.diagnostic
-        if d.path not in lines:
-            lines[d.path] = source_lines(item.text)
+        where = (d.path, d.cell)
+        if where not in lines:
+            lines[where] = source_lines(item.text)
         path = relative_posix(d.path, root)
-        key = (d.code, path, flagged_text(d, lines[d.path]))
+        key = (d.code, path, flagged_text(d, lines[where]))
+        description = f"{d.code} {d.message}"
+        begin, end = d.location.row, _last_row(d)
+        if d.cell is not None and d.file_rows is not None:
+            description += f" ({position(d)})"
+            begin, end = d.file_rows
         issues.append(
             {
-                "description": f"{d.code} {d.message}",
+                "description": description,
                 "check_name": d.code,
                 "fingerprint": fingerprint(*key, seen[key]),
                 "severity": "critical" if d.code in _FILE_ERRORS else "major",
-                "location": {
-                    "path": path,
-                    "lines": {"begin": d.location.row, "end": _last_row(d)},
-                },
+                "location": {"path": path, "lines": {"begin": begin, "end": end}},
             }
         )
         seen[key] += 1

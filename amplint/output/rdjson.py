@@ -8,6 +8,11 @@ UTF-8 byte offsets, as the format requires, and end positions are exclusive. Sev
 use the enum names (``ERROR``), which reviewdog's protobuf JSON parser insists on. Every
 fix, safe or not, becomes ``suggestions`` (one per edit): a suggestion is only applied
 by a reviewer who accepts it.
+
+In a notebook the range is the rows of the ``.ipynb`` file's JSON text that hold the
+cell's flagged lines, without columns (a JSON line's are not the cell's), the message
+starts with the position in the cell (``cell 3:2:5:``), and there are no suggestions:
+a replacement in cell coordinates would corrupt the JSON file.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from amplint.diagnostics import Diagnostic, Location
 from amplint.docs import docs_base_url, rule_url
 from amplint.output.model import Sourced
 from amplint.output.paths import relative_posix
-from amplint.output.text import source_lines
+from amplint.output.text import position, source_lines
 
 SEVERITY = "ERROR"
 
@@ -44,6 +49,14 @@ def _range(lines: Sequence[str], start: Location, end: Location) -> dict[str, ob
 
 
 def rdjson_diagnostic(d: Diagnostic, lines: Sequence[str], path: str) -> dict[str, object]:
+    if d.cell is not None and d.file_rows is not None:
+        first, last = d.file_rows
+        return {
+            "message": f"{position(d)}: {d.message}",
+            "location": {"path": path, "range": {"start": {"line": first}, "end": {"line": last}}},
+            "severity": SEVERITY,
+            "code": {"value": d.code, "url": rule_url(d.code)},
+        }
     diagnostic: dict[str, object] = {
         "message": d.message,
         "location": {"path": path, "range": _range(lines, d.location, d.end_location)},
@@ -60,13 +73,14 @@ def rdjson_diagnostic(d: Diagnostic, lines: Sequence[str], path: str) -> dict[st
 
 def rdjson_document(items: Sequence[Sourced]) -> dict[str, object]:
     root = Path.cwd()
-    lines: dict[str, list[str]] = {}
+    lines: dict[tuple[str, int | None], list[str]] = {}
     diagnostics = []
     for item in items:
         d = item.diagnostic
-        if d.path not in lines:
-            lines[d.path] = source_lines(item.text)
-        diagnostics.append(rdjson_diagnostic(d, lines[d.path], relative_posix(d.path, root)))
+        where = (d.path, d.cell)
+        if where not in lines:
+            lines[where] = source_lines(item.text)
+        diagnostics.append(rdjson_diagnostic(d, lines[where], relative_posix(d.path, root)))
     source: dict[str, str] = {"name": "amplint"}
     base = docs_base_url()
     if base is not None:

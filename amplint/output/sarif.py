@@ -5,6 +5,13 @@ directory, declared in ``originalUriBaseIds``); files outside it get absolute ``
 URIs. Columns count Unicode code points (``columnKind``). Every fixable result carries
 its fix as ``fixes[].artifactChanges[].replacements``; an unsafe fix says so in the fix's
 ``properties.applicability``.
+
+In a notebook the region is the rows of the ``.ipynb`` file's JSON text that hold the
+cell's flagged lines (no columns: a JSON line's are not the cell's), so code scanning
+shows the alert on the file's own lines; the message starts with the position in the
+cell (``cell 3:2:5:``) and ``properties`` carry ``cell``, ``cellLocation`` and
+``cellEndLocation``. Such a result has no ``fixes``: a replacement in cell coordinates
+applied to the JSON file would corrupt it.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from amplint.docs import docs_base_url, render_rule_page, rule_help_uri
 from amplint.engine.rule import RuleType
 from amplint.output.model import Sourced
 from amplint.output.paths import annotation_root, file_uri, relative_uri
+from amplint.output.text import position
 from amplint.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -73,24 +81,27 @@ def _artifact(path: str) -> dict[str, str]:
 
 def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, object]:
     artifact = _artifact(d.path) if d.path != "-" else {"uri": "stdin"}
+    in_cell = d.cell is not None and d.file_rows is not None
+    region: dict[str, int]
+    if in_cell and d.file_rows is not None:
+        region = {"startLine": d.file_rows[0], "endLine": d.file_rows[1]}
+    else:
+        region = _region(d.location.row, d.location.column, d.end_location.row, d.end_location.column)
     result: dict[str, object] = {
         "ruleId": d.code,
         "level": "error",
-        "message": {"text": d.message},
-        "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": artifact,
-                    "region": _region(
-                        d.location.row, d.location.column, d.end_location.row, d.end_location.column
-                    ),
-                }
-            }
-        ],
+        "message": {"text": f"{position(d)}: {d.message}" if in_cell else d.message},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": region}}],
     }
     if d.code in index:
         result["ruleIndex"] = index[d.code]
-    if d.fix is not None and d.fix.edits:
+    if in_cell:
+        result["properties"] = {
+            "cell": d.cell,
+            "cellLocation": {"row": d.location.row, "column": d.location.column},
+            "cellEndLocation": {"row": d.end_location.row, "column": d.end_location.column},
+        }
+    elif d.fix is not None and d.fix.edits:
         result["fixes"] = [
             {
                 "description": {"text": d.fix.message},

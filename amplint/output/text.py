@@ -1,6 +1,9 @@
 """The human formats: ``concise`` (one line per diagnostic) and ``full`` (Ruff's
 default: the header line, then the source with the range underlined and the fix).
 
+In a notebook a finding is placed as Ruff places it, ``nb.ipynb:cell 3:2:5``, and
+``full`` quotes the lines of that cell.
+
 Rows split only at ``\\n``, ``\\r\\n`` and ``\\r``, like the parser that produced the
 positions (``str.splitlines`` would also split at form feeds and other separators).
 """
@@ -37,12 +40,19 @@ def _offset(line: str, column: int) -> int:
     return len(_visible(line[: max(column - 1, 0)]))
 
 
+def position(diagnostic: Diagnostic, colon: str = ":") -> str:
+    """``row:column``, or ``cell N:row:column`` in a notebook (Ruff's spelling)."""
+    d = diagnostic
+    cell = f"cell {d.cell}{colon}" if d.cell is not None else ""
+    return f"{cell}{d.location.row}{colon}{d.location.column}"
+
+
 def header(diagnostic: Diagnostic, unsafe: bool, style: Style = PLAIN) -> str:
     d = diagnostic
     colon = style.punct(":")
     marker = style.fixable("[*]") + " " if d.fixable_with(unsafe) else ""
     return (
-        f"{style.path(display_path(d.path))}{colon}{d.location.row}{colon}{d.location.column}{colon}"
+        f"{style.path(display_path(d.path))}{colon}{position(d, colon)}{colon}"
         f" {style.code(d.code)} {marker}{d.message}"
     )
 
