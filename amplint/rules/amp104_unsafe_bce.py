@@ -212,9 +212,10 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 "        loss = F.binary_cross_entropy(probs, y)\n"
                 "    return loss\n"
             ),
-            fixed=None,
+            fixed=None,  # logits is rebound between the sigmoid and the loss
             line=9,
             column=16,
+            message="raises under CUDA autocast",
         ),
         Invalid(
             (
@@ -238,6 +239,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             fixed=None,  # the logits form's name is taken and torch is not bound: no name to write
             line=6,
             column=12,
+            message="raises under CUDA autocast",
         ),
         Invalid(
             "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
