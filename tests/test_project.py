@@ -7,6 +7,7 @@ target torch lacks.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -215,3 +216,70 @@ def test_unfixable_and_fix_safety_overrides(tmp_path: Path) -> None:
     )
     _code, output = _cli(["fix", "--no-cache", "cast.py"], tmp_path)
     assert "+model = Net()" in output
+
+
+# -- the nearest declaration wins (subprojects) --------------------------------------------------
+
+
+def test_a_subproject_is_held_to_its_own_torch(tmp_path: Path) -> None:
+    # EVA: the repository declares nothing at its root; EVA-CLIP/requirements.txt pins torch>=1.9.
+    root = _project(
+        tmp_path,
+        {
+            "requirements.txt": "torch>=2.4\n",
+            "clip/requirements.txt": "torch>=1.9\nnumpy\n",
+            "clip/training/train.py": "",
+            "det/det-requirements.txt": "torch==2.1.0\n",
+            "det/train.py": "",
+            "seg/environment.yml": "name: seg\ndependencies:\n  - python=3.9\n  - pytorch=2.0.0  # conda\n  - pip:\n    - timm\n",
+            "seg/train.py": "",
+            "other/train.py": "",
+        },
+    )
+    assert project_facts(root, file=root / "clip/training/train.py").target_torch == (1, 9)
+    assert project_facts(root, file=root / "det/train.py").target_torch == (2, 1)
+    assert project_facts(root, file=root / "seg/train.py").target_torch == (2, 0)
+    assert project_facts(root, file=root / "other/train.py").target_torch == (2, 4)
+    assert project_facts(root).target_torch == (2, 4)
+    # A file outside the root: only the root's declarations.
+    assert project_facts(root / "clip", file=tmp_path.parent / "elsewhere.py").target_torch == (1, 9)
+    # An explicit setting still wins over every folder.
+    assert project_facts(root, target_torch="2.6", file=root / "clip/training/train.py").target_torch == (2, 6)
+
+
+def test_amplint_declared_by_any_enclosing_folder_counts(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"requirements.txt": "amplint[runtime]\n", "sub/requirements.txt": "torch>=2.4\n"})
+    assert project_facts(root, file=root / "sub/train.py") == ProjectFacts(target_torch=(2, 4), runtime_helpers=True)
+
+
+def test_a_conda_environment_pip_section_is_read(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"environment.yaml": "dependencies:\n  - pip\n  - pip:\n    - 'torch>=1.13'\n"})
+    assert project_facts(root).target_torch == (1, 13)
+
+
+OLD_AUTOCAST = "import torch\n\nwith torch.cuda.amp.autocast():\n    loss = model(x)\n"
+
+
+def test_the_cli_reads_a_subproject_declaration_and_the_cache_follows_its_edits(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "sub/requirements.txt": "torch>=2.4\n", "sub/train.py": OLD_AUTOCAST})
+
+    def codes() -> list[str]:
+        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "sub" / "train.py")])
+        return [entry["code"] for entry in json.loads(result.stdout)]
+
+    old_cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert codes() == ["AMP001"]
+        assert codes() == ["AMP001"]  # from the cache
+        # The subproject now supports torch 1.13, which lacks torch.amp.autocast: silent.
+        (root / "sub" / "requirements.txt").write_text("torch>=1.13\n", encoding="utf-8")
+        assert codes() == []
+        (root / "sub" / "requirements.txt").write_text("torch>=2.4\n", encoding="utf-8")
+        assert codes() == ["AMP001"]
+    finally:
+        os.chdir(old_cwd)

@@ -51,6 +51,11 @@ FALLBACK_TESTS = AVAILABILITY_TESTS - {"torch.cuda.device_count"}
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu"})
 # Variables that hold the device code runs on (not `init_device`, `map_location` and kin).
 DEVICE_NAMES = frozenset({"device", "device_type", "accelerator"})
+# Members only a tensor has (a module, a config or an accelerator has none of them): a
+# name read with one holds data, and its `.device` is where that data is, not a choice.
+TENSOR_MEMBERS = frozenset(
+    {"shape", "ndim", "numel", "size", "dim", "item", "tolist", "backward", "requires_grad", "grad_fn", "is_cuda"}
+)
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class _Occurrences(ReadOnlyVisitor):
         self.names = names
         self.root = root
         self.found: list[DeviceVariable] = []
+        self.tensors: set[str] = set()  # names this scope uses as tensors
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
@@ -104,7 +110,16 @@ class _Occurrences(ReadOnlyVisitor):
         node.value.visit(self)
         return False
 
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        # `image = batch["image"].cuda()`: data moved to CUDA, whatever else it is.
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cuda":
+            self.tensors.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        return True
+
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value in TENSOR_MEMBERS and isinstance(node.value, cst.Name):
+            self.tensors.add(node.value.value)
         # `torch.device` is the constructor, not a variable.
         if node.attr.value == "device" and self.names.resolve(node) is None:
             text = dotted_name(node)
@@ -142,7 +157,9 @@ class DeviceAnalysis:
         if scope not in self._occurrence_cache:
             collector = _Occurrences(self.names, scope)
             scope.visit(collector)
-            self._occurrence_cache[scope] = tuple(collector.found)
+            self._occurrence_cache[scope] = tuple(
+                variable for variable in collector.found if not _is_tensor_device(variable, collector.tensors)
+            )
         return self._occurrence_cache[scope]
 
     def _class_assigns_self_device(self, cls: cst.ClassDef) -> bool:
@@ -535,6 +552,19 @@ def _chain(statement: cst.If) -> tuple[list[cst.If], cst.Else | None]:
         links.append(links[-1].orelse)
     final = links[-1].orelse
     return links, final if isinstance(final, cst.Else) else None
+
+
+def _is_tensor_device(variable: DeviceVariable, tensors: set[str]) -> bool:
+    """``x.device`` of a name the scope uses as a tensor (``x.shape``, ``x.backward()``,
+    ``x = batch["x"].cuda()``): it says where the data is, even in CUDA-only code, so it
+    is no device variable."""
+    expr = variable.expr
+    return (
+        variable.kind == "attribute"
+        and isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in tensors
+    )
 
 
 def _is_self_device(target: cst.BaseExpression) -> bool:

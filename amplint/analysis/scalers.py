@@ -17,7 +17,7 @@ from libcst.metadata import Assignment
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import dotted_name
+from amplint.analysis.syntax import dotted_name, last_name
 from amplint.analysis.torch_api import GRAD_SCALERS, RUNTIME_GRAD_SCALERS, RUNTIME_SCALING
 from amplint.analysis.training import TrainingAnalysis, is_scaler_name
 from amplint.analysis.tree import Tree
@@ -140,6 +140,29 @@ class ScalerAnalysis:
             if scaler is not None:
                 found.append((call, scaler))
         return found
+
+    def update_left_to_caller(self, step: ScalerCall) -> bool:
+        """Is ``step`` on a scaler parameter whose ``update()`` belongs to the caller: a
+        helper that steps the optimizers it is handed but does no scaled backward itself
+        (its callers may live in other files), or a function that a function of this
+        file calls with the scaler it then updates?"""
+        function = step.owner
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        if not any(scaler == step.scaler and self.tree.scope_of(backward) is function for backward, scaler in self.scaled_backwards):
+            return True
+        for update in self.calls:
+            caller = update.owner
+            if update.method != "update" or not isinstance(caller, cst.FunctionDef) or caller is function:
+                continue
+            for call in self.tree.index.calls:
+                if (
+                    last_name(call.func) == function.name.value
+                    and self.tree.scope_of(call) is caller
+                    and any(dotted_name(arg.value) == update.scaler for arg in call.args)
+                ):
+                    return True
+        return False
 
     def in_scope(self, scope: cst.CSTNode) -> list[ScalerCall]:
         return [c for c in self.calls if self.tree.scope_of(c.call) is scope]

@@ -2,8 +2,12 @@
 
 - *The oldest torch the code must run on* (``target-torch``): from the configuration, else
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
-  ``[project]`` dependencies and optional dependencies, ``requirements*.txt``,
-  ``setup.cfg``, ``setup.py``), else unknown — rules then assume current torch.
+  ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
+  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda ``environment.yml``),
+  else unknown — rules then assume current torch. The declaration nearest to the file
+  wins: a subproject (a folder between the file and the configuration's root) that
+  declares its own torch is held to it (``EVA/EVA-CLIP/requirements.txt`` pins
+  ``torch>=1.9`` inside a repository that declares nothing).
 - *Whether fixes may import amplint.runtime* (RULES.md, runtime-dependency policy): only
   when the project declares amplint as a dependency in one of those files, or sets
   ``runtime-helpers = true``; a fix that adds the import makes amplint a run-time
@@ -34,7 +38,12 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 TorchVersion = tuple[int, int]
 
-_REQUIREMENT_FILES = ("requirements*.txt", "requirements/*.txt")
+_REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
+_CONDA_FILES = ("environment.yml", "environment.yaml")
+# Every file name a folder's declarations may come from (the cache watches them).
+DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES)
+# `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
+_CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
 
 
 @dataclass(frozen=True)
@@ -81,11 +90,21 @@ class Declared:
 
 def declared_requirements(root: Path) -> Declared:
     """The torch requirements and whether amplint is required, in ``root``'s project files."""
-    return _declared(root.resolve())
+    folder = root.resolve()
+    # Keyed by the files' sizes and times too: a long-lived process (--watch, the editor
+    # server) sees an edited requirements file.
+    signature = []
+    for path in _declaration_files(folder):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        signature.append((str(path), info.st_size, info.st_mtime_ns))
+    return _declared(folder, tuple(signature))
 
 
-@functools.lru_cache(maxsize=64)
-def _declared(root: Path) -> Declared:
+@functools.lru_cache(maxsize=4096)
+def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declared:
     torch: list[Requirement] = []
     amplint = False
     for requirement in _requirements(root):
@@ -97,17 +116,57 @@ def _declared(root: Path) -> Declared:
     return Declared(tuple(torch), amplint)
 
 
-def project_facts(root: Path, *, target_torch: str | None = None, runtime_helpers: bool | None = None) -> ProjectFacts:
-    """The facts for files whose project root is ``root``; explicit settings win."""
-    declared = declared_requirements(root)
+def project_facts(
+    root: Path,
+    *,
+    target_torch: str | None = None,
+    runtime_helpers: bool | None = None,
+    file: Path | None = None,
+) -> ProjectFacts:
+    """The facts for ``file`` (or any file) of the project rooted at ``root``; explicit
+    settings win. Torch comes from the nearest folder, from the file's up to ``root``,
+    that declares it; amplint counts when any of those folders declares it."""
+    folders = declaring_folders(root, file)
+    declarations = [declared_requirements(folder) for folder in folders]
     target = parse_torch_version(target_torch) if target_torch else None
-    if target is None and declared.torch:
-        bounds = [lowest_admitted(requirement) for requirement in declared.torch]
+    nearest = next((declared.torch for declared in declarations if declared.torch), ())
+    if target is None and nearest:
+        bounds = [lowest_admitted(requirement) for requirement in nearest]
         known = [bound for bound in bounds if bound is not None]
         # Several declarations (requirements.txt and pyproject): the oldest must work.
         target = min(known) if known and len(known) == len(bounds) else None
-    helpers = declared.amplint if runtime_helpers is None else runtime_helpers
+    declares_amplint = any(declared.amplint for declared in declarations)
+    helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     return ProjectFacts(target_torch=target, runtime_helpers=helpers)
+
+
+def declaring_folders(root: Path, file: Path | None = None) -> list[Path]:
+    """The folders whose declarations apply to ``file``: its own, then each parent up to
+    ``root``, nearest first (just ``root`` for a file outside it, or none given)."""
+    top = root.resolve()
+    if file is None:
+        return [top]
+    folder = file.resolve().parent
+    if folder != top and top not in folder.parents:
+        return [top]
+    folders = [folder]
+    while folder != top:
+        folder = folder.parent
+        folders.append(folder)
+    return folders
+
+
+def declaration_files(folders: Iterable[Path]) -> list[Path]:
+    """The declaration files that exist in ``folders`` (what the facts were read from)."""
+    return [path for folder in folders for path in _declaration_files(folder)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _declaration_files(folder: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for pattern in DECLARATION_FILES:
+        found.extend(sorted(path for path in folder.glob(pattern) if path.is_file()))
+    return tuple(found)
 
 
 # -- reading the files -------------------------------------------------------------------------------
@@ -128,6 +187,8 @@ def _requirement_strings(root: Path) -> Iterator[str]:
             yield from _requirements_txt(path)
     yield from _setup_cfg(root / "setup.cfg")
     yield from _setup_py(root / "setup.py")
+    for name in _CONDA_FILES:
+        yield from _conda_environment(root / name)
 
 
 def _read(path: Path) -> str | None:
@@ -160,6 +221,25 @@ def _requirements_txt(path: Path) -> Iterator[str]:
         line = line.split(" #", 1)[0].strip()
         if line and not line.startswith(("#", "-")):
             yield line
+
+
+def _conda_environment(path: Path) -> Iterator[str]:
+    """The list items of a conda ``environment.yml`` that can name torch: conda's
+    ``pytorch=2.0.0`` (read as ``torch==2.0.0``) and the ``pip:`` section's requirements.
+    Read line by line; the file's other YAML does not matter here."""
+    text = _read(path)
+    if text is None:
+        return
+    for line in text.splitlines():
+        item = line.split(" #", 1)[0].strip()
+        if not item.startswith("- "):
+            continue
+        item = item[2:].strip().strip("'\"")
+        conda = _CONDA_TORCH.match(item)
+        if conda is not None:
+            yield f"torch=={conda.group(1)}"
+        elif _looks_like_requirement(item):
+            yield item
 
 
 def _setup_cfg(path: Path) -> Iterator[str]:

@@ -30,7 +30,7 @@ from amplint.engine.index import ProjectIndex, shared_index
 from amplint.engine.linter import LintResult, lint_source
 from amplint.engine.parse import file_diagnostic
 from amplint.engine.prefilter import rules_for
-from amplint.engine.project import ProjectFacts, project_facts
+from amplint.engine.project import ProjectFacts, declaration_files, declaring_folders, project_facts
 from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.source import SourceError, SourceFile, decode
 from amplint.engine.unused_noqa import (
@@ -120,15 +120,25 @@ class Job:
             adjusted.append(diagnostic)
         return adjusted
 
-    def facts(self) -> ProjectFacts:
-        """What the file's project declares, unless given: from its configuration's root."""
+    def facts(self, path: str | None = None) -> ProjectFacts:
+        """What the file's project declares, unless given: from the folders between the
+        file and its configuration's root (the nearest torch declaration wins)."""
         if self.project is not None:
             return self.project
         return project_facts(
             Path(self.settings.project_root),
             target_torch=self.settings.target_torch,
             runtime_helpers=self.settings.runtime_helpers,
+            file=Path(path) if path is not None and path != "-" else None,
         )
+
+    def declarations(self, path: str) -> dict[str, str]:
+        """The declaration files the facts of ``path`` were read from (path: digest), so a
+        cached result is dropped when one changes."""
+        if self.project is not None or path == "-":
+            return {}
+        folders = declaring_folders(Path(self.settings.project_root), Path(path))
+        return {str(file): _file_digest(file) for file in declaration_files(folders)}
 
     def index(self) -> ProjectIndex:
         roots = self.index_roots if self.index_roots is not None else (self.settings.project_root,)
@@ -220,7 +230,15 @@ def process_source(path: str, data: bytes, job: Job) -> FileReport:
     # The other files whose facts this file's findings rest on (cross-file analysis).
     itself = str(Path(path).resolve())
     report.dependencies = {other: content for other, content in index.consulted.items() if other != itself}
+    report.dependencies.update(job.declarations(path))
     return report
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return digest(path.read_bytes())
+    except OSError:
+        return ""
 
 
 def _process_source(path: str, data: bytes, job: Job) -> FileReport:
@@ -242,7 +260,7 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
     report.old_text = report.new_text = source.text
     if not job.mode.fixes:
         active = rules_for(source.text, rules)
-        result = lint_source(path, source, active, job.facts(), job.index()) if active else None
+        result = lint_source(path, source, active, job.facts(path), job.index()) if active else None
         report.diagnostics = result.diagnostics if result is not None else []
         report.warnings = [result.skipped] if result is not None and result.skipped else []
         report.diagnostics += _unused_noqa(path, source, rules, job.registry, result)
@@ -252,7 +270,7 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
         source,
         rules,
         allow=_allowed(job.unsafe_fixes or job.settings.unsafe_fixes, job),
-        project=job.facts(),
+        project=job.facts(path),
         index=job.index(),
     )
     report.diagnostics = outcome.remaining.diagnostics

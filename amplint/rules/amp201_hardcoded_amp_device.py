@@ -60,7 +60,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       (keyword or positional), where the code could run without CUDA.
 
     A `device` field of a class (`device: torch.device` in a dataclass) is a device
-    variable for its methods, like `self.device` assigned in one. A `device` bound only
+    variable for its methods, like `self.device` assigned in one. `x.device` of a name the
+    scope uses as a tensor (`x.shape`, `x.item()`, `x.backward()`, `x.requires_grad`, or
+    `x = batch["x"].cuda()`) is where that data lives, not a choice of device: CUDA-only
+    trainers read it all the time, so it is no device variable. A `device` bound only
     to CUDA (`device = torch.device("cuda")`) marks CUDA-only code, unless the file treats
     it as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
     `device.startswith("cuda")`) or may rebind it at run time (`exec(open(...).read())`
@@ -235,6 +238,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         "from mylib import init_process_group\ninit_process_group('nccl')\n",
         # Integer indices are not device variables.
         "import torch\n\ndef f(args):\n    torch.cuda.set_device(args.gpu)\n    with torch.autocast('cuda'):\n        pass\n",
+        # A tensor's `.device` is where its data is, not a device choice (efficientvit, SlowFast).
+        (
+            "import torch\n\ndef step(self, batch):\n    image = batch['image'].cuda()\n"
+            "    labels = torch.ones(image.shape[0], device=image.device)\n"
+            "    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return self.model(image)\n"
+        ),
+        (
+            "import torch\n\ndef validate(model, loader):\n    for batch in loader:\n"
+            "        with torch.autocast('cuda'):\n            loss = model(batch)\n"
+            "        assert loss.requires_grad is False\n    reduce(loss.device)\n"
+        ),
         # `torch.device` is the constructor, not a device variable.
         "import torch\nx = torch.zeros(1, device=torch.device('cuda'))\nwith torch.autocast('cuda'):\n    pass\n",
         # The device type is read properly.

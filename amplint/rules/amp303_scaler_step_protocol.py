@@ -35,7 +35,11 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     that scales for you (bound from `accelerator.prepare(...)` and the like), and — a
     decision of amplint's, stricter than the catalog — a `scaler.step` whose `update()`
     may be called on the same object anywhere in the file, even in another method or
-    in the caller of a function that receives the scaler.
+    in the caller of a function that receives the scaler (a function of the file that
+    passes its scaler to the stepping function and then updates it). A helper that is
+    handed the scaler and steps optimizers without doing the scaled backward itself
+    (`def step_all(optimizers, scaler)`) leaves `update()` to its callers, wherever they
+    are: it is not flagged.
 
     ## Why is this bad?
     Without `update()`, the next `scaler.step()` raises `RuntimeError: unscale_() has
@@ -88,6 +92,14 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         (
             "class T:\n    def step(self):\n        self.scaler.step(self.optimizer)\n\n"
             "    def after(self):\n        self.scaler.update()\n"
+        ),
+        # A helper handed the scaler steps the optimizers; its caller updates (nerfstudio).
+        "def step_all(optimizers, scaler):\n    for optimizer in optimizers:\n        scaler.step(optimizer)\n",
+        # A caller in this file passes its scaler to the full step, then updates it.
+        (
+            "def train_step(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
+            "def train(losses, opt, scaler):\n    for loss in losses:\n        train_step(loss, opt, scaler)\n"
+            "        scaler.update()\n"
         ),
         # The caller updates the scaler it passed in.
         (
@@ -187,7 +199,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     # -- scaler.step without update -------------------------------------------------------------
 
     def _check_update(self, call: ScalerCall) -> None:
-        if any(c.method == "update" and call.same_object_possible(c) for c in self.context.analysis.scalers.calls):
+        scalers = self.context.analysis.scalers
+        if any(c.method == "update" and call.same_object_possible(c) for c in scalers.calls):
+            return
+        if scalers.update_left_to_caller(call):
             return
         self.report(
             call.call,
