@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import re
 import traceback
+from abc import ABCMeta
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -66,7 +67,17 @@ class Report:
     fix: Fix | None
 
 
-class Rule(cst.BatchableCSTVisitor, Generic[ContextT]):
+class _RuleMeta(ABCMeta):
+    """Lets a rule's class header say ``name=``: Python 3.10's ``ABCMeta.__new__`` takes
+    ``name`` as an ordinary parameter, so the keyword is passed on as ``rule_name``."""
+
+    def __new__(mcls, cls_name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> Any:
+        if "name" in kwargs:
+            kwargs["rule_name"] = kwargs.pop("name")
+        return super().__new__(mcls, cls_name, bases, namespace, **kwargs)
+
+
+class Rule(cst.BatchableCSTVisitor, Generic[ContextT], metaclass=_RuleMeta):
     """Base class of every amplint rule; see the module docstring."""
 
     code: ClassVar[str]
@@ -96,7 +107,7 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT]):
         cls,
         *,
         code: str | None = None,
-        name: str | None = None,
+        rule_name: str | None = None,
         summary: str | None = None,
         fix: Applicability | None = None,
         **kwargs: Any,
@@ -107,8 +118,8 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT]):
         super().__init_subclass__(**kwargs)
         if code is not None:
             cls.code = code
-        if name is not None:
-            cls.name = name
+        if rule_name is not None:
+            cls.name = rule_name
         if summary is not None:
             cls.summary = summary
         if fix is not None:
