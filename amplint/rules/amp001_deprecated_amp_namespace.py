@@ -112,7 +112,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     - references used as types (`isinstance`, `issubclass`, unittest's
       `assertIsInstance`, annotations, `except`) → the `torch.amp` class; a base class,
       or a reference inside a tuple or list (often a tuple of types for `isinstance`,
-      where a `partial` would break), is not rewritten.
+      where a `partial` would break), or one compared as an object
+      (`func is torch.cuda.amp.autocast`: a new partial is never that object), is not
+      rewritten.
     - `from torch.cuda.amp import X` is removed once every use of `X` is rewritten (a use
       silenced with `# noqa` keeps it), as is a module alias such as
       `import torch.cuda.amp as amp`; `import torch` / `import functools` are added once
@@ -337,6 +339,14 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             column=12,
             message="inside a collection: migrate by hand",
         ),
+        # Compared as an object (torch's _dynamo): a partial would make the test False.
+        Invalid(
+            "import torch\n\ndef is_amp(func):\n    return func is torch.cuda.amp.autocast\n",
+            fixed=None,
+            line=4,
+            column=20,
+            message="compared as an object: migrate by hand",
+        ),
         # A registry argument: the partial is offered, but as an unsafe fix (RT-DETR).
         Invalid(
             "import torch.cuda.amp as amp\n\nGradScaler = register()(amp.grad_scaler.GradScaler)\n",
@@ -555,6 +565,11 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             # (GradScaler, Other) is usually a tuple of types for isinstance: a partial there
             # would break it, and a class would break a factory. Leave it to the author.
             plan.message += " (inside a collection: migrate by hand)"
+            return
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            # `func is torch.cuda.amp.autocast`: a new partial is never that object, so the
+            # test would turn False (torch's own dynamo code compares this way).
+            plan.message += " (compared as an object: migrate by hand)"
             return
         call = self._parent(parent) if isinstance(parent, cst.Arg) else None
         if (

@@ -396,7 +396,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             unsafe=True,
             line=5,
             column=32,
-            message='`torch.amp.GradScaler` hardcodes device type "cuda"',
+            message='`th.amp.GradScaler` hardcodes device type "cuda"',
         ),
         # A dataclass field is a device variable for its methods (RULES.md rev 4).
         Invalid(
@@ -494,8 +494,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         variable = devices.expression_at(node)
         shown = variable or next(v.text for v in devices.variables(node))
+        # The callee as the code spells it (`torch.amp.autocast`, `th.amp.GradScaler`).
+        callee = dotted_name(node.func) or _SHORT[qualified]
         message = (
-            f'`{_SHORT[qualified]}` hardcodes device type "cuda" although this code has a device '
+            f'`{callee}` hardcodes device type "cuda" although this code has a device '
             f"variable (`{shown}`): on CPU, MPS or XPU it silently runs without AMP; "
             f"use `amplint.runtime.device_type({shown})`"
         )

@@ -158,8 +158,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 f"Insert `{scaler}.unscale_({optimizer})` before clipping",
                 [self.context.insert(line_start, f"{indent}{scaler}.unscale_({optimizer}){self.context.source.newline}")],
             )
+        stepped = source_of(self.context, step.call.args[0].value) if step.call.args else "optimizer"
         self.report(
             node,
-            f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_(optimizer)` first",
+            f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_({stepped})` first",
             fix=fix,
         )
