@@ -59,7 +59,7 @@ def test_the_chain_goes_through_packages_relative_imports_and_helpers(tmp_path: 
     )
     ((code, row, message),) = _check(root, "pkg/train.py", "AMP104")
     assert (code, row) == ("AMP104", 6)
-    assert "(losses.py:4, via total → _bce)" in message
+    assert "(pkg/losses.py:4, via total → _bce)" in message  # from the project root
 
 
 def test_a_loss_class_defined_elsewhere(tmp_path: Path) -> None:

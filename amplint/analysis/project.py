@@ -249,8 +249,12 @@ class ProjectAnalysis:
     # -- effects --------------------------------------------------------------------------------
 
     def describe(self, reached: Reached) -> str:
-        """``losses.py:12, via compute_loss → helper`` (the path relative to this file's)."""
-        where = os.path.relpath(reached.path, os.path.dirname(os.path.abspath(self.source.path)))
+        """``pkg/losses.py:12, via compute_loss → helper``: the path relative to the project
+        root that holds it (as a reader finds it from the repository), else absolute."""
+        path = Path(reached.path).resolve()
+        roots = self.source.index.roots if self.source.index is not None else ()
+        holder = next((root for root in roots if root in path.parents), None)
+        where = path.relative_to(holder).as_posix() if holder is not None else str(path)
         return f"{where}:{reached.line}, via {' → '.join(step.split(' (')[0] for step in reached.chain)}"
 
     def elsewhere(self, reached: Reached) -> bool:

@@ -42,7 +42,8 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     binary cross entropy in another file of the project — a loss function in
     `losses.py`, a loss class whose `forward` calls `nn.BCELoss` — is flagged at the
     call, with the chain that leads there (`compute_loss(...)` reaches
-    `F.binary_cross_entropy` (losses.py:12, via compute_loss → helper)). The chain is
+    `F.binary_cross_entropy` (losses.py:12, via compute_loss → helper), the path from
+    the project root). The chain is
     followed at most three calls deep, through functions, methods of `self`, and
     instances of project classes bound once; a call that cannot be resolved statically
     (a registry looked up by a runtime string, `getattr`, a third-party module) ends it,
