@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch the benchmark trees of GitHub issue 5 into bench/corpus/ (gitignored; never commit
+# Fetch the three pinned benchmark trees (timm, diffusers, Lightning) into bench/corpus/ (gitignored; never commit
 # them). Needs git and the network, once; bench/bench.py itself runs offline.
 #
 #   bench/get_corpus.sh            # all three trees
