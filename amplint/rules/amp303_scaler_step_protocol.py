@@ -64,7 +64,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
 
     ## Fix safety
     Safe where unambiguous: a missing `update()` is added right after the last
-    `scaler.step(...)` of that block; `optimizer.step()` becomes
+    `scaler.step(...)` of that block, except in a loop that steps several optimizers
+    after a backward outside it (`for opt in optimizers: scaler.step(opt)`), where one
+    update per optimizer is not what the protocol wants (no fix); `optimizer.step()` becomes
     `scaler.step(optimizer)` (which unscales, skips steps with inf/NaN gradients and
     otherwise steps exactly as before). A double `unscale_` has no fix: which call is
     redundant needs the author.
@@ -113,6 +115,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     )
     INVALID = (
         # Another function's parameter of the same name is another scaler.
+        Invalid(
+            (
+                "def f(loss, optimizers, scaler):\n    scaler.scale(loss).backward()\n"
+                "    for optimizer in optimizers:\n        scaler.step(optimizer)\n"
+            ),
+            fixed=None,  # an update per optimizer is not one per iteration
+            line=4,
+            column=9,
+            message="`scaler.step()` without `scaler.update()`",
+        ),
         Invalid(
             (
                 "def train_a(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
@@ -211,6 +223,14 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         )
 
     def _add_update_fix(self, call: ScalerCall) -> Fix | None:
+        tree = self.context.analysis.tree
+        loop = next((a for a in tree.ancestors(call.call) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
+        if isinstance(loop, (cst.For, cst.While)) and not any(
+            scaler == call.scaler and tree.within(backward, loop) for backward, scaler in self.context.analysis.scalers.scaled_backwards
+        ):
+            # `for opt in optimizers: scaler.step(opt)`: an update per optimizer is not the
+            # one update per iteration that the protocol wants; where it goes is the author's call.
+            return None
         statement = self.context.analysis.tree.statement_of(call.call)
         located = self.context.analysis.tree.statement_list(statement) if statement is not None else None
         if located is None:
