@@ -100,3 +100,36 @@ def test_bare_optimizer_step_applies_scaled_gradients_and_the_fix_does_not(torch
     # Gradient of sum(W x) w.r.t. each weight is 2 (batch of ones); lr 1e-3 → step 2e-3.
     assert weight_change(fixed) == pytest.approx(2e-3, rel=1e-5)
     assert weight_change(BARE_STEP) == pytest.approx(2e-3 * 2.0**16, rel=1e-5)
+
+
+HELPER_STEPS_CALLER_UPDATES = """
+def step_all(optimizers, scaler):
+    for optimizer in optimizers:
+        scaler.step(optimizer)
+
+def train(models, optimizers, scaler, steps):
+    for _ in range(steps):
+        loss = sum(model(torch.ones(2, 4)).sum() for model in models)
+        scaler.scale(loss).backward()
+        step_all(optimizers, scaler)
+        scaler.update()
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+"""
+
+
+def test_a_helper_that_only_steps_is_right_and_an_update_inside_it_breaks_the_caller(torch: ModuleType) -> None:
+    # nerfstudio's pattern: amplint stays silent, and the code trains as written.
+    assert [d.code for d in check_source(HELPER_STEPS_CALLER_UPDATES, select=["AMP303"])] == []
+    models = [torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)]
+    optimizers = [torch.optim.SGD(model.parameters(), lr=0.01) for model in models]
+    namespace, _ = run_snippet(HELPER_STEPS_CALLER_UPDATES, torch=torch)
+    namespace["train"](models, optimizers, torch.amp.GradScaler("cpu"), 3)
+    # The update() the old fix added after each step in the helper: the caller's own
+    # update() then finds no inf checks recorded and raises.
+    per_step_update = HELPER_STEPS_CALLER_UPDATES.replace(
+        "        scaler.step(optimizer)\n", "        scaler.step(optimizer)\n        scaler.update()\n", 1
+    )
+    namespace, _ = run_snippet(per_step_update, torch=torch)
+    with pytest.raises(AssertionError, match="No inf checks were recorded"):
+        namespace["train"](models, optimizers, torch.amp.GradScaler("cpu"), 3)
