@@ -496,9 +496,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         shown = variable or next(v.text for v in devices.variables(node))
         # The callee as the code spells it (`torch.amp.autocast`, `th.amp.GradScaler`).
         callee = dotted_name(node.func) or _SHORT[qualified]
+        lost = "loss scaling" if qualified in MODERN_GRAD_SCALERS else "AMP"
         message = (
             f'`{callee}` hardcodes device type "cuda" although this code has a device '
-            f"variable (`{shown}`): on CPU, MPS or XPU it silently runs without AMP; "
+            f"variable (`{shown}`): on CPU, MPS or XPU it silently runs without {lost}; "
             f"use `amplint.runtime.device_type({shown})`"
         )
         fix = None
