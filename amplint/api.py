@@ -411,7 +411,16 @@ def _placed(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
     if diagnostic.code == INTERNAL_ERROR:
         return diagnostic  # about the whole file, not a place in it
     try:
-        return notebook.place(diagnostic)
+        placed = notebook.place(diagnostic)
+        if diagnostic.code == PARSE_ERROR and placed.cell is not None:
+            # A cell that breaks on its own (a truncated docstring) is where the error is,
+            # though the module as a whole fails only in a later cell.
+            broken = notebook.first_unparsable_cell()
+            if broken is not None and broken[0] < placed.cell:
+                _, location, error = broken
+                moved = dataclasses.replace(diagnostic, location=location, end_location=location, message=f"cannot parse: {error}")
+                return notebook.place(moved)
+        return placed
     except ValueError:
         return diagnostic
 

@@ -569,6 +569,25 @@ class Notebook:
             file_rows=(self.file_row(first.cell, first.row), self.file_row(first.cell, last.row)),
         )
 
+    def first_unparsable_cell(self) -> tuple[int, Location, str] | None:
+        """The first code cell that does not compile on its own (IPython lines masked):
+        its number, the error's row and column in ``python_text``, and the error. Jupyter
+        compiles each cell alone, so an unterminated string ends its own cell; parsed as
+        one module, the error would surface cells later."""
+        for cell in self._cells:
+            text = "".join(content + newline for content, newline in cell.python_lines)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            except SyntaxError as error:
+                row = cell.first_row + max(error.lineno or 1, 1) - 1
+                row = min(row, cell.first_row + max(cell.line_count, 1) - 1)
+                return cell.number, Location(row, max(error.offset or 1, 1)), f"SyntaxError: {error.msg}"
+            except (ValueError, OverflowError):
+                continue
+        return None
+
     def _place_edit(self, edit: Edit) -> Edit:
         first, last = self._place_range(edit.location, edit.end_location)
         return replace(

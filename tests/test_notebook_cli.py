@@ -335,6 +335,18 @@ def test_a_syntax_error_is_one_amp900_in_its_cell(project: Path) -> None:
     ]
 
 
+def test_a_cell_broken_on_its_own_gets_the_amp900_not_the_later_cell_where_the_module_fails(project: Path) -> None:
+    # A truncated docstring (huggingface/notebooks' video_classification): Jupyter stops
+    # at that cell; read as one module, the string would close in the next cell.
+    document = notebook()
+    document["cells"][4]["source"] = ["def create_gif(video):\n", '    """Prepares a GIF.']
+    document["cells"].insert(5, code_cell(['def show(video):\n', '    """Shows it."""\n', "    return video\n"], None, "show", []))
+    (project / "nb.ipynb").write_bytes(one_space_json(document))
+    code, out, _ = invoke("check", "--output-format", "concise", "nb.ipynb")
+    assert code == 1
+    assert out.splitlines()[0].startswith("nb.ipynb:cell 5:2:5: AMP900 cannot parse: SyntaxError: unterminated triple-quoted string")
+
+
 def test_a_file_that_is_not_a_notebook_gets_one_amp900_at_its_json_position(project: Path) -> None:
     (project / "nb.ipynb").write_text('{\n "cells": [\n  {"cell_type": "code",, }\n ]\n}\n')
     code, out, _ = invoke("check", "--output-format", "concise", "nb.ipynb")
