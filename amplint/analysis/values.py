@@ -46,11 +46,9 @@ class Values:
         if isinstance(node, cst.SimpleString):
             value = node.evaluated_value
             return frozenset({value}) if isinstance(value, str) else None
-        constant = self._constant(node, "strings")
-        if constant is not None:
-            return constant or None
-        if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
-            return self._through(node, depth, self.string_values)
+        named, found = self._named(node, depth, "strings", self.string_values)
+        if named:
+            return found
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
             # {"gpu": "cuda", "cpu": "cpu"}[accelerator]: the chosen value when the key is
             # known, else any of them.
@@ -74,11 +72,9 @@ class Values:
         if qualified is not None and qualified.startswith("torch."):
             alias = DTYPE_ALIASES.get(qualified.removeprefix("torch."))
             return frozenset({alias}) if alias else None
-        constant = self._constant(node, "dtypes")
-        if constant is not None:
-            return constant or None
-        if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
-            return self._through(node, depth, self.dtype_values)
+        named, found = self._named(node, depth, "dtypes", self.dtype_values)
+        if named:
+            return found
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
             # {'float16': torch.float16, 'bfloat16': torch.bfloat16}[dtype]: any of the values.
             entries = self._entries(node.value, depth, self.dtype_values)
@@ -102,6 +98,18 @@ class Values:
             if names is not None and all(name in DTYPE_ALIASES for name in names):
                 return frozenset(DTYPE_ALIASES[name] for name in names)
         return None
+
+    def _named(
+        self, node: cst.BaseExpression, depth: int, kind: str, reader: Callable[[cst.BaseExpression, int], frozenset[str] | None]
+    ) -> tuple[bool, frozenset[str] | None]:
+        """Values ``node`` has by name: another module's constant, or what a conditional, a
+        name or an attribute is bound to. False first when ``node`` is none of these."""
+        constant = self._constant(node, kind)
+        if constant is not None:
+            return True, constant or None
+        if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
+            return True, self._through(node, depth, reader)
+        return False, None
 
     def _constant(self, node: cst.BaseExpression, kind: str) -> frozenset[str] | None:
         """The ``kind`` ("strings" or "dtypes") values of another project module's constant
