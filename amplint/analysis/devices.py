@@ -187,14 +187,30 @@ class DeviceAnalysis:
         bindings = self.bindings.assignments(variable.expr, "device")
         if not bindings:
             return False
-        return not all(self._binds_cuda_literal(binding) for binding in bindings) or self._treated_as_variable
+        if not all(self._binds_cuda_literal(binding) for binding in bindings):
+            return True
+        # Bound to CUDA only: still a variable where the code tests that very binding, or
+        # where a module-level one may be rebound at run time.
+        if any(binding.scope is binding.scope.globals for binding in bindings) and self._rebinds_globals:
+            return True
+        return any(binding in self._tested_device_bindings for binding in bindings)
 
     @functools.cached_property
-    def _treated_as_variable(self) -> bool:
-        """Does the file treat a CUDA-bound ``device`` as variable: test its type
-        (``device.type == "cuda"``, ``"cuda" in device``, ``device.startswith("cuda")``), or
-        let it be rebound at run time (``exec(open(...).read())`` configurators,
-        ``globals().update(...)``, an argparse ``--device`` option)?"""
+    def _tested_device_bindings(self) -> list[Assignment]:
+        """The bindings of ``device`` names whose type the file tests (``device.type ==
+        "cuda"``, ``"cuda" in device``, ``device.startswith("cuda")``)."""
+        found: list[Assignment] = []
+        for node in self.tree.parents:
+            if isinstance(node, (cst.Comparison, cst.Call)) and self.is_device_test(node):
+                tested = self.tested_device(node)
+                if isinstance(tested, cst.Name) and tested.value == "device":
+                    found.extend(self.bindings.assignments(tested, "device"))
+        return found
+
+    @functools.cached_property
+    def _rebinds_globals(self) -> bool:
+        """Can the file's module-level names be rebound at run time (``exec(open(...).read())``
+        configurators, ``globals().update(...)``, an argparse ``--device`` option)?"""
         for call in self.tree.index.calls:
             qualified = self.names.resolve(call.func)
             if qualified == "exec":
@@ -212,11 +228,6 @@ class DeviceAnalysis:
                 and any(string_literal(arg.value) in ("--device", "-device", "--device_type") for arg in call.args)
             ):
                 return True
-        for node in self.tree.parents:
-            if isinstance(node, (cst.Comparison, cst.Call)) and self.is_device_test(node):
-                tested = self.tested_device(node)
-                if tested is not None and last_name(tested) == "device":
-                    return True
         return False
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
@@ -447,13 +458,18 @@ class DeviceAnalysis:
         links, final = _chain(statement)
         return final is not None and _leaves(final.body) and any(self.is_device_test(link.test) for link in links)
 
-    def requires_cuda(self, node: cst.CSTNode) -> bool:
+    def requires_cuda(self, node: cst.CSTNode, *, on_its_path: bool = False) -> bool:
         """Does the function (or module) running ``node`` require CUDA anyway, before or
         after it: ``torch.cuda.set_device(...)``, ``.cuda()``, ``init_device_mesh("cuda")``,
-        ``device_id=`` a CUDA device?"""
+        ``device_id=`` a CUDA device? ``on_its_path``: only such calls that run whenever
+        ``node`` does (in a block that holds ``node``, or in ``node``'s own statement),
+        not ones in another branch."""
         scope = self.tree.scope_of(node)
+        statement = self.tree.statement_of(node)
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is not scope:
+                continue
+            if on_its_path and not self._on_path(call, node, statement):
                 continue
             qualified = self.names.resolve(call.func)
             if qualified == "torch.cuda.set_device":
@@ -465,6 +481,12 @@ class DeviceAnalysis:
             if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
                 return True
         return False
+
+    def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
+        if statement is not None and self.tree.within(call, statement):
+            return True
+        block = next((a for a in self.tree.ancestors(call) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+        return block is not None and self.tree.within(node, block)
 
     def _is_cuda(self, expr: cst.BaseExpression) -> bool:
         """A CUDA device (``"cuda"``, ``torch.device("cuda", rank)``), or a name bound once to one."""

@@ -65,9 +65,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `x = batch["x"].cuda()`) is where that data lives, not a choice of device: CUDA-only
     trainers read it all the time, so it is no device variable. A `device` bound only
     to CUDA (`device = torch.device("cuda")`) marks CUDA-only code, unless the file treats
-    it as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
-    `device.startswith("cuda")`) or may rebind it at run time (`exec(open(...).read())`
-    configurators, `globals().update(...)`, an argparse `--device` option).
+    that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
+    `device.startswith("cuda")`; a test of another device, a tensor's, does not count) or
+    may rebind a module-level one at run time (`exec(open(...).read())` configurators,
+    `globals().update(...)`, an argparse `--device` option). (a) is also silent in a
+    function (or module-level code) that requires CUDA anyway on the autocast's own path,
+    as (d) is: it calls `.cuda()` or `torch.cuda.set_device(...)`, or passes `device_id=`
+    a CUDA device, in a block that holds the autocast or in its own statement, not in
+    another branch (MONAI's float16 check runs `net(test_data.cuda())` under it).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -238,6 +243,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         "from mylib import init_process_group\ninit_process_group('nccl')\n",
         # Integer indices are not device variables.
         "import torch\n\ndef f(args):\n    torch.cuda.set_device(args.gpu)\n    with torch.autocast('cuda'):\n        pass\n",
+        # `device = "cuda"` in a CUDA-only test; what the file tests elsewhere is another
+        # device (a tensor's), so this binding stays CUDA (MONAI).
+        (
+            "import torch\n\ndef test_affine(m):\n    assert 'cpu' in str(m.affine.device)\n\n"
+            "def test_amp(x):\n    device = 'cuda'\n    x = x.to(device)\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        # The function requires CUDA anyway: its float16 check runs on the GPU (MONAI).
+        (
+            "import torch\n\ndef verify(net, device, shape):\n    x = torch.rand(*shape, device=device)\n"
+            "    net.to('cuda')\n    with torch.autocast('cuda'):\n        return net(x.cuda())\n"
+        ),
         # A tensor's `.device` is where its data is, not a device choice (efficientvit, SlowFast).
         (
             "import torch\n\ndef step(self, batch):\n    image = batch['image'].cuda()\n"
@@ -490,7 +506,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if enabled is not None and (devices.is_device_test(enabled) or bool_value(enabled) is False):
             # A disabled region says which autocast it turns off; nothing runs without AMP.
             return
-        if not devices.has_variable(node) or devices.in_device_condition(node):
+        if not devices.has_variable(node) or devices.in_device_condition(node) or devices.requires_cuda(node, on_its_path=True):
             return
         variable = devices.expression_at(node)
         shown = variable or next(v.text for v in devices.variables(node))
