@@ -44,6 +44,7 @@ from amplint.engine.walk import ReadOnlyVisitor
 _FLAG_WORDS = ("cuda", "gpu")
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
 _MAX_DEPTH = 4
+DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
 INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
 AMP_CALLABLES = AUTOCASTS | GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD
 # An availability test that may choose another device (device_count() often just counts GPUs).
@@ -53,9 +54,10 @@ OTHER_DEVICES = frozenset({"cpu", "mps", "xpu"})
 DEVICE_NAMES = frozenset({"device", "device_type", "accelerator"})
 # Members only a tensor has (a module, a config or an accelerator has none of them): a
 # name read with one holds data, and its `.device` is where that data is, not a choice.
-TENSOR_MEMBERS = frozenset(
-    {"shape", "ndim", "numel", "size", "dim", "item", "tolist", "backward", "requires_grad", "grad_fn", "is_cuda"}
-)
+TENSOR_ATTRIBUTES = frozenset({"shape", "ndim", "requires_grad", "grad_fn", "is_cuda"})
+# ... and methods, when called: `cfg.size` may be a config field, `x.size()` is a tensor's;
+# `loss.backward()` takes no tensor, `accelerator.backward(loss)` does.
+TENSOR_METHODS = frozenset({"numel", "size", "dim", "item", "tolist"})
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,16 @@ class _Occurrences(ReadOnlyVisitor):
             self.tensors.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         return True
 
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            method = func.attr.value
+            if method in TENSOR_METHODS or (method == "backward" and not any(arg.keyword is None for arg in node.args)):
+                self.tensors.add(func.value.value)
+        return True
+
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        if node.attr.value in TENSOR_MEMBERS and isinstance(node.value, cst.Name):
+        if node.attr.value in TENSOR_ATTRIBUTES and isinstance(node.value, cst.Name):
             self.tensors.add(node.value.value)
         # `torch.device` is the constructor, not a variable.
         if node.attr.value == "device" and self.names.resolve(node) is None:
@@ -480,7 +490,29 @@ class DeviceAnalysis:
                 return True
             if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
                 return True
+            if qualified in DDP and any(
+                arg.keyword is not None and arg.keyword.value == "device_ids" and not _is_none(arg.value) for arg in call.args
+            ):
+                return True  # DDP takes device_ids only for a module on an accelerator
         return False
+
+    def callers_require_cuda(self, node: cst.CSTNode) -> bool:
+        """Is the function running ``node`` called in this file, and only from functions
+        that require CUDA (nnU-Net's ``setup_ddp`` is called by ``run_ddp``, which then
+        calls ``torch.cuda.set_device``)?"""
+        function = self.tree.scope_of(node)
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        calls = [
+            call
+            for call in self.tree.index.calls
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value
+        ]
+        callers = [self.tree.scope_of(call) for call in calls]
+        return bool(calls) and all(
+            isinstance(caller, cst.FunctionDef) and caller is not function and self.requires_cuda(call)
+            for call, caller in zip(calls, callers, strict=True)
+        )
 
     def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
         if statement is not None and self.tree.within(call, statement):
@@ -587,6 +619,10 @@ def _is_tensor_device(variable: DeviceVariable, tensors: set[str]) -> bool:
         and isinstance(expr.value, cst.Name)
         and expr.value.value in tensors
     )
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _is_self_device(target: cst.BaseExpression) -> bool:

@@ -76,8 +76,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
-    call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, before or after the
-    call), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
+    call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
+    `DistributedDataParallel` given `device_ids=`, before or after the call), when every
+    caller of the function in the file requires CUDA that way (nnU-Net's `setup_ddp`,
+    called only by a `run_ddp` that then calls `torch.cuda.set_device`), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
     including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`),
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
@@ -248,6 +250,21 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         (
             "import torch\n\ndef test_affine(m):\n    assert 'cpu' in str(m.affine.device)\n\n"
             "def test_amp(x):\n    device = 'cuda'\n    x = x.to(device)\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        # Every caller requires CUDA: the process group is NCCL for a CUDA path (nnU-Net).
+        (
+            "import torch\nimport torch.distributed as dist\n\ndef setup_ddp(rank, world_size):\n"
+            "    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n\n"
+            "def run_ddp(rank, world_size):\n    setup_ddp(rank, world_size)\n"
+            "    torch.cuda.set_device(torch.device('cuda', dist.get_rank()))\n\n"
+            "def main(device='cpu'):\n    with torch.autocast(device):\n        pass\n"
+        ),
+        # A DDP module given device_ids lives on an accelerator: gloo would not help (MONAI).
+        (
+            "import torch\nimport torch.distributed as dist\n\ndef worker(rank, n, model):\n"
+            "    dist.init_process_group(backend='nccl', world_size=n, rank=rank)\n"
+            "    model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])\n"
+            "    with torch.autocast('cuda'):\n        model(x)\n"
         ),
         # The function requires CUDA anyway: its float16 check runs on the GPU (MONAI).
         (
@@ -556,7 +573,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         devices = self.context.analysis.devices
         if devices.in_device_condition(node):
             return
-        if devices.requires_cuda(node) or not devices.runs_elsewhere:
+        if devices.requires_cuda(node) or devices.callers_require_cuda(node) or not devices.runs_elsewhere:
             return  # CUDA-only code: switching to gloo would not make it run anywhere new
         if self._runtime_allowed():
             variable = devices.expression_at(node, strict=True)
