@@ -96,7 +96,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     defaults such as `args.dist_backend = "nccl"`; and code that runs only under a
     device-type or CUDA-availability test: inside an `if`/conditional expression on one,
     or after a guard that leaves (`if not torch.cuda.is_available(): raise ...`,
-    `assert torch.cuda.is_available()`, `assert torch.cuda.device_count() > rank`).
+    `assert torch.cuda.is_available()`, `assert torch.cuda.device_count() > rank`, or a
+    test's `pytest.skip(...)` / `self.skipTest(...)`).
 
     ## Why is this bad?
     A program that takes a device runs on CPU, Apple MPS or Intel XPU as well, but a
@@ -250,6 +251,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         (
             "import torch\n\ndef test_affine(m):\n    assert 'cpu' in str(m.affine.device)\n\n"
             "def test_amp(x):\n    device = 'cuda'\n    x = x.to(device)\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        # A test that skips itself without GPUs (llm-foundry).
+        (
+            "import torch\nimport pytest\n\ndef test_init(world_size):\n"
+            "    if not torch.cuda.device_count() >= world_size:\n        pytest.skip('needs GPUs')\n"
+            "    device = get_device(None)\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = build(device)(x)\n"
         ),
         # Every caller requires CUDA: the process group is NCCL for a CUDA path (nnU-Net).
         (
