@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import libcst as cst
 
@@ -37,6 +38,8 @@ from amplint.engine.context import SourceContext
 
 # Function names that mark evaluation-only code: at the start or after an underscore
 # (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
+TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
+TEST_DIRECTORIES = frozenset({"tests", "test"})
 EVALUATION_NAME = re.compile(
     r"(?:^|_)(eval|valid|val|test|infer|inference|predict|sample|export|save|generate)", re.IGNORECASE
 )
@@ -89,6 +92,14 @@ class TrainingAnalysis:
     tree: Tree
     names: NameResolver
     bindings: Bindings
+
+    @functools.cached_property
+    def in_test_module(self) -> bool:
+        """Is this a test module (``test_*.py``, ``*_test.py``, under ``tests/`` or
+        ``test/``)? Tests cast reference tensors and run a few unscaled low-precision steps
+        on purpose: they compare numerics, they do not train."""
+        path = PurePath(self.source.path.replace("\\", "/"))
+        return bool(TEST_FILE.match(path.name)) or bool(TEST_DIRECTORIES & set(path.parts[:-1]))
 
     # -- what a call or value is -------------------------------------------------------------
 

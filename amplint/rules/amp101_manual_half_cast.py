@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import functools
 import re
-from pathlib import PurePath
 
 import libcst as cst
 
@@ -31,8 +29,6 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 MODEL_WORDS = frozenset(
     {"model", "net", "network", "unet", "transformer", "backbone", "generator", "discriminator", "classifier", "llm"}
 )
-TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
-TEST_DIRECTORIES = frozenset({"tests", "test"})
 FLOAT16_CASTS = frozenset({"half"})
 
 
@@ -333,7 +329,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
 
     def _applies(self, node: cst.Call) -> bool:
         analysis = self.context.analysis
-        if self._in_test_module or not analysis.training.trains or analysis.training.in_inference(node):
+        if analysis.training.in_test_module or not analysis.training.trains or analysis.training.in_inference(node):
             return False
         if self._precision_managed_elsewhere or self._deliberate(node):
             return False
@@ -348,12 +344,6 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if spelled is not None and spelled in self.context.analysis.training.frozen_modules:
             return False
         return not self._passed_to_frozen(node)
-
-    @functools.cached_property
-    def _in_test_module(self) -> bool:
-        """Test modules cast reference tensors and models on purpose (RULES.md rev 4)."""
-        path = PurePath(self.context.path.replace("\\", "/"))
-        return bool(TEST_FILE.match(path.name)) or bool(TEST_DIRECTORIES & set(path.parts[:-1]))
 
     # -- a model or its inputs ----------------------------------------------------------------
 
