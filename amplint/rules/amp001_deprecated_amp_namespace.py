@@ -114,7 +114,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
       or a reference inside a tuple or list (often a tuple of types for `isinstance`,
       where a `partial` would break), or one compared as an object
       (`func is torch.cuda.amp.autocast`: a new partial is never that object), is not
-      rewritten.
+      rewritten. `getattr(torch.cuda.amp, "autocast") is not None`, or a `getattr` in a
+      `try` that catches `AttributeError`, probes whether native AMP exists and is not
+      reported.
     - `from torch.cuda.amp import X` is removed once every use of `X` is rewritten (a use
       silenced with `# noqa` keeps it), as is a module alias such as
       `import torch.cuda.amp as amp`; `import torch` / `import functools` are added once
@@ -126,6 +128,12 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     requires = (frozenset({"cuda", "cpu"}),)
 
     VALID = (
+        # A probe for native AMP, not a use (poolformer, old timm).
+        (
+            "import torch\nhas_native_amp = False\ntry:\n"
+            "    if getattr(torch.cuda.amp, 'autocast') is not None:\n        has_native_amp = True\n"
+            "except AttributeError:\n    pass\n"
+        ),
         "import torch\nwith torch.amp.autocast('cuda'):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",
         "import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    pass\n",
         "from torch.cuda import amp\n",
@@ -455,9 +463,27 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 isinstance(member, str)
                 and member not in NOT_DEPRECATED_MEMBERS
                 and not self._in_compat(node)
+                and not self._is_probe(node)
             ):
                 namespace = self.qualified_name(target)
                 self.report(node, f"`{namespace}.{member}` is deprecated; use `torch.amp.{member}`")
+
+    def _is_probe(self, node: cst.Call) -> bool:
+        """``getattr(torch.cuda.amp, "autocast") is not None`` (or a getattr inside a ``try``
+        that catches AttributeError): a test for whether native AMP exists, which fetching
+        the attribute does not deprecate (poolformer, old timm)."""
+        parent = self._parent(node)
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return True
+        for ancestor in self.context.analysis.tree.ancestors(node):
+            if isinstance(ancestor, cst.Try) and any(
+                handler.type is not None and "AttributeError" in self.context.module.code_for_node(handler.type)
+                for handler in ancestor.handlers
+            ):
+                return self.context.analysis.tree.within(node, ancestor.body)
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                break
+        return False
 
     # -- references ------------------------------------------------------------------------
 
