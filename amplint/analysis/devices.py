@@ -83,6 +83,8 @@ def _is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bo
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] == "cuda"
+    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        return expr.parts[0].value.split(":")[0] == "cuda" and ":" in expr.parts[0].value  # f"cuda:{rank}"
     return False
 
 
@@ -182,13 +184,15 @@ class DeviceAnalysis:
     def variables(self, node: cst.CSTNode) -> list[DeviceVariable]:
         scope = self.tree.scope_of(node)
         found = list(self._occurrences(scope))
-        if isinstance(scope, cst.FunctionDef):
-            cls = self.tree.class_of(scope)
-            if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
-                found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
-        return [variable for variable in found if self._is_variable(variable)]
+        cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
+            found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
+        return [variable for variable in found if self._is_variable(variable, cls)]
 
-    def _is_variable(self, variable: DeviceVariable) -> bool:
+    def _is_variable(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
+        if variable.kind == "self":
+            # `self.device = torch.device("cuda")` in every assignment: CUDA-only code.
+            return cls is None or not self._self_device_is_cuda(cls)
         if variable.kind != "name":
             return True
         # A bare `device` must be a binding the code made (not an unbound global), and
@@ -239,6 +243,10 @@ class DeviceAnalysis:
             ):
                 return True
         return False
+
+    def _self_device_is_cuda(self, cls: cst.ClassDef) -> bool:
+        values = self.classes.attribute_values(cls, "device")
+        return bool(values) and all(_is_cuda_literal_device(self.names, value) for value in values or ())
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -486,6 +494,20 @@ class DeviceAnalysis:
                 return True
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
                 return True  # `model.cuda()`, `x.cuda(rank)`
+            if any(
+                arg.keyword is not None and arg.keyword.value == "device" and _is_device_literal(arg.value) and self._is_cuda(arg.value)
+                for arg in call.args
+            ):
+                return True  # `torch.randn(..., device="cuda")`
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "to"
+                and call.args
+                and call.args[0].keyword is None
+                and _is_device_literal(call.args[0].value)
+                and self._is_cuda(call.args[0].value)
+            ):
+                return True  # `model.to("cuda")`
             if qualified in INIT_DEVICE_MESH and call.args and self._is_cuda(call.args[0].value):
                 return True
             if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):

@@ -70,9 +70,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     may rebind a module-level one at run time (`exec(open(...).read())` configurators,
     `globals().update(...)`, an argparse `--device` option). (a) is also silent in a
     function (or module-level code) that requires CUDA anyway on the autocast's own path,
-    as (d) is: it calls `.cuda()` or `torch.cuda.set_device(...)`, or passes `device_id=`
-    a CUDA device, in a block that holds the autocast or in its own statement, not in
-    another branch (MONAI's float16 check runs `net(test_data.cuda())` under it).
+    as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
+    tensor with `device="cuda"`, or passes `device_id=` a CUDA device, in a block that
+    holds the autocast or in its own statement, not in another branch (MONAI's float16
+    check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
+    (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -251,6 +253,22 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         (
             "import torch\n\ndef test_affine(m):\n    assert 'cpu' in str(m.affine.device)\n\n"
             "def test_amp(x):\n    device = 'cuda'\n    x = x.to(device)\n    with torch.autocast('cuda'):\n        pass\n"
+        ),
+        # `self.device` bound only to CUDA, and an f-string CUDA device: CUDA-only tests (opacus).
+        (
+            "import torch\nimport unittest\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+            "        self.device = torch.device('cuda')\n\n    def _train(self, model, x):\n"
+            "        with torch.amp.autocast('cuda', dtype=torch.float16):\n            return model(x.to(self.device))\n"
+        ),
+        (
+            "import torch\n\ndef worker(rank, model, x):\n    device = torch.device(f'cuda:{rank}')\n"
+            "    with torch.amp.autocast('cuda', dtype=torch.bfloat16):\n        return model(x.to(device))\n"
+        ),
+        # Tensors made on "cuda" on the autocast's path: CUDA-only inference (Lumina-T2X).
+        (
+            "import torch\n\ndef sample(model, cap_feats, dtype):\n    mask = mask.to(cap_feats.device)\n"
+            "    with torch.autocast('cuda', dtype):\n        z = torch.randn([1, 4, 64, 64], device='cuda')\n"
+            "        return model(z, cap_feats, mask)\n"
         ),
         # A test that skips itself without GPUs (llm-foundry).
         (
