@@ -231,7 +231,7 @@ def test_a_subproject_is_held_to_its_own_torch(tmp_path: Path) -> None:
             "clip/training/train.py": "",
             "det/det-requirements.txt": "torch==2.1.0\n",
             "det/train.py": "",
-            "seg/environment.yml": "name: seg\ndependencies:\n  - python=3.9\n  - pytorch=2.0.0  # conda\n  - pip:\n    - timm\n",
+            "seg/environment.yml": "name: seg\ndependencies:\n  - python=3.9\n  - pytorch::pytorch=2.0.0  # conda, with its channel\n  - pip:\n    - timm\n",
             "seg/train.py": "",
             "other/train.py": "",
         },

@@ -234,7 +234,7 @@ def _conda_environment(path: Path) -> Iterator[str]:
         item = line.split(" #", 1)[0].strip()
         if not item.startswith("- "):
             continue
-        item = item[2:].strip().strip("'\"")
+        item = item[2:].strip().strip("'\"").split("::")[-1]  # `pytorch::pytorch=2.5`: the channel goes
         conda = _CONDA_TORCH.match(item)
         if conda is not None:
             yield f"torch=={conda.group(1)}"
