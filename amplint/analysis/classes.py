@@ -112,9 +112,17 @@ class Classes:
         return self._members.get(cls, {}).get(attr, [])
 
     def attribute_values(self, cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression] | None:
-        """Every value ``attr`` is assigned in ``cls``, when each assignment is plain."""
+        """Every value ``attr`` is assigned in ``cls``, when each assignment is plain; for
+        a read-only ``@property`` of that name, every value its ``return``s give
+        (efficientvit's ``amp_dtype`` returns a dtype on an if/elif chain)."""
         members = self.members(cls, attr)
-        if not members or any(member.value is None for member in members):
+        if not members:
+            prop = next((m for m in self.methods(cls) if m.name.value == attr and _is_property(m)), None)
+            returned = _returned_values(prop) if prop is not None else []
+            if not returned or any(value is None for value in returned):
+                return None
+            return [value for value in returned if value is not None]
+        if any(member.value is None for member in members):
             return None
         return [member.value for member in members if member.value is not None]
 
@@ -177,3 +185,53 @@ def _pairs(
             pairs.extend(_pairs(element.value, element_value))
         return pairs
     return [(target, value)]
+
+
+def _is_property(method: cst.FunctionDef) -> bool:
+    """A read-only ``@property`` (a property with a setter may hold anything)."""
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "property" for d in method.decorators)
+
+
+def _returned_values(method: cst.FunctionDef) -> list[cst.BaseExpression | None]:
+    """What the method's own ``return`` statements return (nested functions excluded); a
+    bare ``return`` or falling off the end is None, which makes the values unknown."""
+    found: list[cst.BaseExpression | None] = []
+
+    def visit(node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not method:
+            return
+        if isinstance(node, cst.Return):
+            found.append(node.value)
+            return
+        for child in node.children:
+            visit(child)
+
+    visit(method.body)
+    body = method.body.body if isinstance(method.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    ends_returning = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    if isinstance(last, cst.If):
+        ends_returning = _always_returns(last)
+    if not ends_returning:
+        found.append(None)
+    return found
+
+
+def _always_returns(statement: cst.If) -> bool:
+    """Does every branch of an ``if``/``elif``/``else`` chain end in ``return`` or ``raise``?"""
+    branch: cst.If | cst.Else | None = statement
+    while isinstance(branch, cst.If):
+        if not _block_returns(branch.body):
+            return False
+        branch = branch.orelse
+    return isinstance(branch, cst.Else) and _block_returns(branch.body)
+
+
+def _block_returns(suite: cst.BaseSuite) -> bool:
+    body = suite.body if isinstance(suite, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    if isinstance(last, cst.If):
+        return _always_returns(last)
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return isinstance(suite.body[-1], (cst.Return, cst.Raise))
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))

@@ -36,7 +36,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     - its autocast blocks have a known dtype that may be bfloat16 — a `torch.bfloat16`
       literal, a name bound to one (once, or on every branch of an `if`/`elif` chain), a
       choice including it, a class attribute or config field assigned such values in this
-      file, or CPU autocast without a dtype (CPU's default is bfloat16);
+      file, a read-only `@property` of the class whose `return`s give such values (on
+      every path), or CPU autocast without a dtype (CPU's default is bfloat16);
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
@@ -94,6 +95,14 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
+        # A property that may fall off its end (returns None) gives no known dtype.
+        (
+            "import torch\n\nclass Trainer:\n    def __init__(self, amp):\n        self.amp = amp\n"
+            "        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+            "    @property\n    def amp_dtype(self):\n        if self.amp == 'bf16':\n            return torch.bfloat16\n\n"
+            "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n            loss = self.model(x)\n"
+            "        self.scaler.scale(loss).backward()\n"
+        ),
         (
             "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=(dtype == 'float16'))\n"
             "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
@@ -129,6 +138,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         ),
     )
     INVALID = (
+        # The dtype is a property returning a dtype on an if/elif chain (efficientvit).
+        Invalid(
+            (
+                "import torch\n\nclass Trainer:\n    def __init__(self, amp):\n        self.amp = amp\n"
+                "        self.scaler = torch.amp.GradScaler('cuda', enabled=self.amp != 'fp32')\n\n"
+                "    @property\n    def amp_dtype(self):\n        if self.amp == 'fp16':\n            return torch.float16\n"
+                "        elif self.amp == 'bf16':\n            return torch.bfloat16\n        else:\n            return torch.float32\n\n"
+                "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n            loss = self.model(x)\n"
+                "        self.scaler.scale(loss).backward()\n"
+            ),
+            line=6,
+            column=23,
+            message="autocast may run in bfloat16",
+        ),
         Invalid(
             (
                 "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
