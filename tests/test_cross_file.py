@@ -172,3 +172,138 @@ def test_the_cache_knows_what_a_result_rests_on(tmp_path: Path) -> None:
     assert codes() == []
     (root / "losses.py").write_text(LOSSES, encoding="utf-8")
     assert codes() == ["AMP104"]
+
+
+# -- autocast wrappers: project functions that make torch's autocast -------------------------
+
+WRAPPER = (
+    "import warnings\nfrom contextlib import contextmanager\n\nimport torch\n\n\n"
+    "@contextmanager\ndef torch_autocast(device_type='cuda', **kwargs):\n"
+    '    """Silences the deprecation on old torch."""\n'
+    "    if NEW_TORCH:\n        with torch.amp.autocast(device_type=device_type, **kwargs):\n            yield\n"
+    "    else:\n        with warnings.catch_warnings():\n            with torch.cuda.amp.autocast(**kwargs):\n                yield\n"
+)
+FP16_LOOP = (
+    "from utils import torch_autocast\n\n\ndef train(params, model, optimizer, loader):\n    for x, y in loader:\n"
+    "        with torch_autocast(enabled=params.use_fp16):\n            loss = model(x, y)\n"
+    "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+)
+
+
+def test_a_context_manager_wrapper_in_another_file_opens_the_autocast(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {
+            "utils.py": WRAPPER,
+            "train.py": FP16_LOOP,
+            "scaled.py": "import torch\n" + FP16_LOOP.replace("loss.backward()", "scaler.scale(loss).backward()")
+            + "\nscaler = torch.amp.GradScaler('cuda')\n",
+            "off.py": FP16_LOOP.replace("enabled=params.use_fp16", "enabled=False"),
+            "cpu.py": FP16_LOOP.replace("enabled=params.use_fp16", "'cpu'"),
+            "bf16.py": "import torch\n" + FP16_LOOP.replace("enabled=params.use_fp16", "dtype=torch.bfloat16"),
+        },
+    )
+    ((code, row, message),) = _check(root, "train.py", "AMP105")
+    assert (code, row) == ("AMP105", 6)
+    assert message.endswith("(the autocast comes from `torch_autocast` at utils.py:8)")
+    for name in ("scaled.py", "off.py", "cpu.py", "bf16.py"):
+        assert _check(root, name, "AMP105") == [], name
+    # The backward is outside the block; moved inside, AMP103 sees the same autocast.
+    inside = FP16_LOOP.replace("        optimizer.zero_grad()\n        loss.backward()", "            loss.backward()")
+    _project(root, {"inside.py": inside})
+    ((code, row, message),) = _check(root, "inside.py", "AMP103")
+    assert (code, row) == ("AMP103", 8)
+    assert "`torch_autocast` at utils.py:8" in message
+
+
+def test_a_factory_wrapper_and_its_no_op_branch(tmp_path: Path) -> None:
+    # open_clip's spelling: the wrapper returns a partial of the autocast, or `suppress`.
+    precision = (
+        "from contextlib import suppress\nfrom functools import partial\n\nimport torch\n\n\n"
+        "def get_autocast(precision, device_type='cuda'):\n    if precision == 'amp':\n        amp_dtype = torch.float16\n"
+        "    elif precision == 'amp_bf16':\n        amp_dtype = torch.bfloat16\n    else:\n        return suppress\n"
+        "    return partial(torch.amp.autocast, device_type=device_type, dtype=amp_dtype)\n\n\n"
+        "def get_bf16_autocast():\n    return lambda: torch.autocast('cuda', dtype=torch.bfloat16)\n"
+    )
+    train = (
+        "import torch\nfrom training.precision import get_autocast, get_bf16_autocast\n\n\n"
+        "def train(args, model, x, optimizer):\n    autocast = get_autocast(args.precision)\n"
+        "    with autocast():\n        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
+    )
+    bf16 = (
+        "import torch\nfrom training.precision import get_bf16_autocast\n\nscaler = torch.amp.GradScaler('cuda')\n\n\n"
+        "def train(model, x, optimizer):\n    autocast = get_bf16_autocast()\n"
+        "    with autocast():\n        loss = model(x)\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n"
+        "    scaler.update()\n"
+    )
+    root = _project(tmp_path, {"training/__init__.py": "", "training/precision.py": precision, "train.py": train, "bf16.py": bf16})
+    # float16 is one of the dtypes it may pick, and nothing scales the loss.
+    ((code, row, message),) = _check(root, "train.py", "AMP105")
+    assert (code, row) == ("AMP105", 7)
+    assert "`get_autocast` at training/precision.py:7" in message
+    ((code, row, message),) = _check(root, "bf16.py", "AMP302")
+    assert (code, row) == ("AMP302", 4)
+    assert "`get_bf16_autocast` at training/precision.py:17" in message
+    assert _check(root, "bf16.py", "AMP105") == []
+
+
+def test_a_wrapper_in_the_same_file_and_a_method_wrapper(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {
+            "trainer.py": "import torch\n\n\nclass Trainer:\n    def amp(self, dtype):\n"
+            "        return torch.autocast('cuda', dtype=dtype)\n\n    def step(self, x):\n"
+            "        with self.amp(torch.float16):\n            loss = self.model(x)\n        loss.backward()\n",
+            "script.py": "import torch\n\n\ndef half_autocast():\n    return torch.autocast('cuda', dtype=torch.float16)\n\n\n"
+            "def step(model, x):\n    with half_autocast():\n        loss = model(x)\n    loss.backward()\n",
+        },
+    )
+    assert [(code, row) for code, row, _ in _check(root, "trainer.py", "AMP105")] == [("AMP105", 9)]
+    assert [(code, row) for code, row, _ in _check(root, "script.py", "AMP105")] == [("AMP105", 9)]
+
+
+def test_silent_where_the_wrapper_or_its_arguments_are_not_certain(tmp_path: Path) -> None:
+    body = "        loss = model(x)\n    loss.backward()\n"
+    root = _project(
+        tmp_path,
+        {
+            "amp.py": "import torch\n\n\ndef build_autocast(cfg):\n    return build_context(cfg)\n\n\n"
+            "def half_autocast(**kwargs):\n    return torch.autocast('cuda', **kwargs)\n\n\n"
+            "def logged_autocast(dtype):\n    print(dtype)\n    return torch.autocast('cuda', dtype=dtype)\n",
+            # Not a wrapper: it returns something else.
+            "other.py": "import amp\n\n\ndef step(model, x, cfg):\n    with amp.build_autocast(cfg):\n" + body,
+            # A wrapper, called with arguments that cannot be matched: the dtype is unknown.
+            "unpacked.py": "import amp\n\n\ndef step(model, x, cfg):\n    with amp.half_autocast(**cfg):\n" + body,
+            # Dynamic dispatch breaks the chain.
+            "dynamic.py": "import amp\n\n\ndef step(model, x, autocast_name):\n    with getattr(amp, autocast_name)():\n" + body,
+            # The dtype passed is not known.
+            "unknown.py": "import amp\n\n\ndef step(model, x, dtype):\n    with amp.logged_autocast(dtype):\n" + body,
+        },
+    )
+    for name in ("other.py", "unpacked.py", "dynamic.py", "unknown.py"):
+        assert _check(root, name, "AMP105") == [], name
+    # Each file names an identifier ending in `autocast`, so the pre-filter lets AMP105 run.
+    for name in ("other.py", "unpacked.py", "dynamic.py", "unknown.py"):
+        assert "autocast" in (root / name).read_text(encoding="utf-8"), name
+    # The same wrapper with a known dtype fires: the silence above is the arguments'.
+    _project(root, {"known.py": "import torch\nimport amp\n\n\ndef step(model, x):\n    with amp.logged_autocast(torch.float16):\n" + body})
+    assert [(code, row) for code, row, _ in _check(root, "known.py", "AMP105")] == [("AMP105", 6)]
+
+
+def test_the_cache_follows_the_wrapper(tmp_path: Path) -> None:
+    from amplint.engine.runner import run
+
+    root = _project(tmp_path / "project", {"utils.py": WRAPPER, "train.py": FP16_LOOP})
+    settings = Settings(project_root=str(root)).with_overrides(select=("AMP105",))
+    job = Job(Mode.CHECK, settings, all_rules(), index_roots=(str(root),))
+    cache = str(tmp_path / "cache")
+
+    def codes() -> list[str]:
+        (report,) = run([str(root / "train.py")], job, jobs=1, cache_dir=cache)
+        return [d.code for d in report.diagnostics]
+
+    assert codes() == ["AMP105"]
+    assert codes() == ["AMP105"]
+    # The wrapper now runs in bfloat16: the trainer's finding goes on the next cached run.
+    (root / "utils.py").write_text(WRAPPER.replace("**kwargs):\n            yield", "dtype=torch.bfloat16, **kwargs):\n            yield").replace("torch.cuda.amp.autocast(**kwargs)", "torch.cuda.amp.autocast(dtype=torch.bfloat16, **kwargs)"), encoding="utf-8")
+    assert codes() == []

@@ -3,14 +3,15 @@
 Rules ask ``context.analysis`` (a :class:`FileAnalysis`) and nothing else. Each part is
 built from the parts below it, so the dependencies form a chain with no cycle::
 
-    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ autocast ─ scalers ─ devices ─ project
+    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ calls ─ wrappers ─ autocast ─ scalers ─ devices ─ project
 
 ``tree``: parents, ancestors, scopes, statements and the file index; ``names``: what a
 name or attribute resolves to; ``bindings``: what a name is bound to; ``classes``: what
 each ``self.<attr>`` of a class is assigned across its methods; ``values``: the static
 values of expressions (strings, dtypes; ``member_values`` also through class members and
 config fields); ``compat``: compatibility fallbacks;
-``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts; ``project``: what
+``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts; ``calls``: which
+project function a call runs; ``wrappers``: project functions that make an autocast; ``project``: what
 calling a function of this or another project file does (through the engine's index). PyTorch's AMP API
 itself is data, in ``torch_api``.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.calls import CallTargets
 from amplint.analysis.classes import Classes
 from amplint.analysis.compat import Compat
 from amplint.analysis.devices import DeviceAnalysis
@@ -29,6 +31,7 @@ from amplint.analysis.scalers import ScalerAnalysis
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
+from amplint.analysis.wrappers import AutocastWrappers
 from amplint.engine.context import SourceContext
 from amplint.engine.deep import run_deep
 from amplint.engine.index import Summary
@@ -51,7 +54,9 @@ class FileAnalysis:
         self.member_values = Values(self.names, self.bindings, self.classes, members=True, modules=self.modules)
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
-        self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values)
+        self.calls = CallTargets(source, self.tree, self.names, self.bindings, self.classes, self.modules)
+        self.wrappers = AutocastWrappers(source, self.tree, self.names, self.bindings, self.member_values, self.calls, self.modules)
+        self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values, self.wrappers)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes)
         self.project = ProjectAnalysis(
@@ -64,6 +69,8 @@ class FileAnalysis:
             self.training,
             self.autocast,
             self.modules,
+            self.calls,
+            self.wrappers,
         )
 
 

@@ -59,10 +59,16 @@ from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import bool_value, call_arguments
 from amplint.analysis.tree import ScopeNode, Tree
 from amplint.analysis.values import Values
+from amplint.analysis.wrappers import (
+    NO_OP_CONTEXTS,
+    PARTIALS,
+    AutocastWrappers,
+    FoundWrapper,
+    Source,
+    bind,
+    default_of,
+)
 
-# Context managers that do nothing: the other branch of "autocast or not".
-NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
-PARTIALS = frozenset({"functools.partial"})
 _MAX_DEPTH = 6
 
 T = TypeVar("T")
@@ -86,6 +92,13 @@ class AutocastUse:
     # When one of several autocasts is selected (both branches of a conditional, or
     # several bindings of a name): each of them; the fields above are their union.
     alternatives: tuple[AutocastUse, ...] = ()
+    # A project function made it (``amplint.analysis.wrappers``): "`get_autocast` (train/precision.py:6)".
+    via: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """What a message adds about where the autocast comes from (empty when written here)."""
+        return f" (the autocast comes from {self.via})" if self.via is not None else ""
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,7 @@ class AutocastAnalysis:
     names: NameResolver
     bindings: Bindings
     values: Values
+    wrappers: AutocastWrappers
 
     # -- classification -------------------------------------------------------------------
 
@@ -168,6 +182,9 @@ class AutocastAnalysis:
             return _NO_OP
         if factory is not None:
             return factory(expr)
+        wrapper = self.wrappers.named_by(expr.func)
+        if wrapper is not None and wrapper.record["kind"] == "context":
+            return self.wrapped_use(wrapper, expr, None)
         if (
             isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value == "autocast"
@@ -193,6 +210,10 @@ class AutocastAnalysis:
             if inner in torch_api.AUTOCASTS:
                 return _Factory(self, inner or "", tuple(func.args[1:]))
             return None
+        if isinstance(func, cst.Call):
+            wrapper = self.wrappers.named_by(func.func)
+            if wrapper is not None and wrapper.record["kind"] == "factory":
+                return _WrapperFactory(self, wrapper, func)
         if isinstance(func, cst.IfExp):
             return self._conditional_factory(func, depth)
         if isinstance(func, cst.Name):
@@ -320,6 +341,75 @@ class AutocastAnalysis:
             deprecated=bool(implied),
         )
 
+    def wrapped_use(self, wrapper: FoundWrapper, making: cst.Call, final: cst.Call | None) -> AutocastUse:
+        """The autocast a project wrapper makes: ``making`` calls the wrapper, and for a
+        factory wrapper ``final`` calls what it returned (``autocast()``)."""
+        reported = final if final is not None else making
+        unknown = AutocastUse(call=reported, device_types=None, dtypes=None, disabled=False, via=wrapper.description)
+        bound = bind(wrapper, making)
+        if bound is None or (final is not None and any(arg.star or arg.keyword is None for arg in final.args)):
+            return unknown
+        by_param, extra = bound
+        if final is not None:
+            extra = {**extra, **{arg.keyword.value: arg.value for arg in final.args if arg.keyword is not None}}
+        uses = [self._outcome_use(wrapper, outcome, by_param, extra, reported) for outcome in wrapper.record["outcomes"]]
+        return merge(uses)
+
+    def _outcome_use(
+        self,
+        wrapper: FoundWrapper,
+        outcome: dict[str, object],
+        by_param: dict[str, cst.BaseExpression],
+        extra: dict[str, cst.BaseExpression],
+        reported: cst.Call,
+    ) -> AutocastUse:
+        recorded = outcome["arguments"]
+        assert isinstance(recorded, dict)
+        given: dict[str, cst.BaseExpression | Source | None] = {}
+        for parameter in ("device_type", "dtype", "enabled"):
+            source = recorded.get(parameter)
+            if source is None:
+                given[parameter] = extra.get(parameter) if outcome["forwards"] else None
+            elif "param" in source:
+                name = source["param"]
+                given[parameter] = by_param[name] if name in by_param else default_of(wrapper.record, name) or {}
+            else:
+                given[parameter] = source
+        found = torch_api.symbol(str(outcome["autocast"]))
+        implied = found.implied_device if found is not None else None
+        device, dtype, enabled = given["device_type"], given["dtype"], given["enabled"]
+        devices = frozenset({implied}) if implied else self._strings(device) if device is not None else None
+        dtypes: frozenset[str] | None
+        if dtype is not None and not _is_none(dtype):
+            dtypes = self._dtypes(dtype)
+        elif devices is not None and all(value in torch_api.DEFAULT_DTYPE for value in devices):
+            dtypes = frozenset(torch_api.DEFAULT_DTYPE[value] for value in devices)
+        else:
+            dtypes = None
+        switch = bool_value(enabled) if isinstance(enabled, cst.BaseExpression) else enabled.get("bool") if enabled else None
+        return AutocastUse(
+            call=reported,
+            device_types=devices,
+            dtypes=dtypes,
+            disabled=switch is False,
+            device_expr=device if isinstance(device, cst.BaseExpression) else None,
+            dtype_expr=dtype if isinstance(dtype, cst.BaseExpression) else None,
+            enabled_expr=enabled if isinstance(enabled, cst.BaseExpression) else None,
+            via=wrapper.description,
+        )
+
+    def _strings(self, given: cst.BaseExpression | Source) -> frozenset[str] | None:
+        if isinstance(given, cst.BaseExpression):
+            found = self.values.string_values(given)
+        else:
+            found = frozenset(given["strings"]) if "strings" in given else None
+        return frozenset(value.split(":")[0] for value in found) if found is not None else None
+
+    def _dtypes(self, given: cst.BaseExpression | Source) -> frozenset[str] | None:
+        if isinstance(given, cst.BaseExpression):
+            return self.values.dtype_values(given)
+        return frozenset(given["dtypes"]) if "dtypes" in given else None
+
     # -- blocks ----------------------------------------------------------------------------
 
     @functools.cached_property
@@ -381,6 +471,24 @@ class _Factory:
     def __call__(self, call: cst.Call) -> AutocastUse:
         merged = call.with_changes(args=(*self.bound_args, *call.args)) if self.bound_args else call
         return self.analysis.torch_autocast(merged, self.qualified, call)
+
+
+class _WrapperFactory(_Factory):
+    """What a factory wrapper returned: ``autocast = get_autocast(precision)``."""
+
+    def __init__(self, analysis: AutocastAnalysis, wrapper: FoundWrapper, making: cst.Call) -> None:
+        super().__init__(analysis, "", ())
+        self.wrapper = wrapper
+        self.making = making
+
+    def __call__(self, call: cst.Call) -> AutocastUse:
+        return self.analysis.wrapped_use(self.wrapper, self.making, call)
+
+
+def _is_none(given: cst.BaseExpression | Source) -> bool:
+    if isinstance(given, cst.BaseExpression):
+        return isinstance(given, cst.Name) and given.value == "None"
+    return bool(given.get("none"))
 
 
 class _Choice(_Factory):

@@ -15,7 +15,7 @@ from amplint.engine.context import SourceContext
 from amplint.engine.index import Summarizer, Summary
 
 # The version of the summaries' layout: a change makes cached summaries stale.
-SUMMARY_VERSION = "amp-summary-2"
+SUMMARY_VERSION = "amp-summary-3"
 
 
 @dataclass(eq=False)
@@ -33,6 +33,14 @@ class ProjectModules:
     def module_path(self, module: str, importer: str, level: int = 0) -> Path | None:
         index = self.source.index
         return index.module_path(module, importer, level) if index is not None else None
+
+    def display(self, path: str) -> str:
+        """A path as messages show it: relative to the project root that holds it (as a
+        reader finds it from the repository), else absolute."""
+        resolved = Path(path).resolve()
+        roots = self.source.index.roots if self.source.index is not None else ()
+        holder = next((root for root in roots if root in resolved.parents), None)
+        return resolved.relative_to(holder).as_posix() if holder is not None else str(resolved)
 
     def constant(self, qualified: str) -> dict[str, list[str]] | None:
         """A module-level constant of another project module (``config.AMP_DTYPE``), if known."""

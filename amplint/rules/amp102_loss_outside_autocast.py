@@ -113,7 +113,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     prescribes. Otherwise the loss is flagged without a fix.
     """
 
-    triggers = frozenset({"autocast"})
+    triggers = frozenset({"*autocast"})
     # Pre-filter: a tensor backward must follow the loss.
     requires = (frozenset({"backward"}),)
 
@@ -241,7 +241,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):
                 break
             fix = self._move_fix(statement, node, blocks[-1]) if offset == 0 else None
-            self.report(loss, fix=fix)
+            self.report(loss, f"{self.summary}{blocks[-1].use.origin}", fix=fix)
 
     def _loss_call(self, statement: cst.BaseStatement, bound: set[str]) -> cst.Call | None:
         calls = _Calls()

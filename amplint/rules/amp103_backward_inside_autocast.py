@@ -63,9 +63,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     """
 
     # A backward in this file, or a call that may run one in another project file.
-    triggers = frozenset({"backward", "autocast"})
+    triggers = frozenset({"backward", "*autocast"})
     # Pre-filter: every spelling of an autocast block names autocast somewhere in the file.
-    requires = (frozenset({"autocast"}),)
+    requires = (frozenset({"*autocast"}),)
 
     VALID = (
         # The canonical order: forward and loss under autocast, backward after the block.
@@ -135,7 +135,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         block = self.context.analysis.autocast.enclosing(node)
         if block is None or block.disabled:
             return
-        self.report(node, fix=self._dedent_fix(node, block.statement))
+        self.report(node, f"{self.summary}{block.use.origin}", fix=self._dedent_fix(node, block.statement))
 
     def _check_callee(self, node: cst.Call) -> None:
         """A call inside an autocast block of a function (of this or another project file)
@@ -152,7 +152,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         self.report(
             node,
             f"`{callee}(...)` runs `{reached.text}` ({analysis.project.describe(reached)}) inside this autocast "
-            "block; call it after the block",
+            f"block{block.use.origin}; call it after the block",
         )
 
     def _dedent_fix(self, node: cst.Call, statement: cst.With) -> Fix | None:

@@ -108,9 +108,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
 
     # A BCE in this file, or a call that may reach one in another file (then the file
     # still opens the autocast block the call runs in).
-    triggers = frozenset({"binary_cross_entropy", "BCELoss", "autocast"})
+    triggers = frozenset({"binary_cross_entropy", "BCELoss", "*autocast"})
     # Pre-filter: only files with an autocast block.
-    requires = (frozenset({"autocast"}),)
+    requires = (frozenset({"*autocast"}),)
 
     VALID = (
         "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",
@@ -304,7 +304,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         self.report(
             node,
             f"`{callee}(...)` reaches `{reached[0].text}` ({analysis.project.describe(reached[0])}) inside "
-            f"{where}: binary_cross_entropy raises under CUDA autocast; use `binary_cross_entropy_with_logits` "
+            f"{where}{block.use.origin}: binary_cross_entropy raises under CUDA autocast; use `binary_cross_entropy_with_logits` "
             "there, or call it under `autocast(enabled=False)`",
         )
 

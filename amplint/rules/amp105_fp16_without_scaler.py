@@ -8,7 +8,7 @@ from amplint.rules.base import AnalysisRule, Invalid
 
 def may_be_float16(use: AutocastUse) -> bool:
     """Is float16 among the dtypes this autocast may run in, as far as is known?"""
-    if use.dtype_expr is not None or use.runtime:
+    if use.dtype_expr is not None or use.runtime or use.via is not None:
         return use.dtypes is not None and "float16" in use.dtypes
     if use.deprecated:
         return use.device_types == frozenset({"cuda"})
@@ -81,7 +81,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     bfloat16, where the hardware supports it, is the other remedy.
     """
 
-    triggers = frozenset({"autocast"})
+    triggers = frozenset({"*autocast"})
     # Pre-filter: a backward (the float16 dtype may be named here, be a device's default,
     # or come from another module's constant).
     requires = (frozenset({"backward"}),)
@@ -201,6 +201,6 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 return  # inference: no backward runs through this block
             self.report(
                 node,
-                "float16 autocast in training without a GradScaler: small gradients underflow to zero",
+                f"float16 autocast in training without a GradScaler: small gradients underflow to zero{block.use.origin}",
             )
             return

@@ -250,7 +250,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         if not isinstance(expr, cst.Call):
             return None
         use = self.context.analysis.autocast.autocast_use(expr)
-        if use is None or use.method or use.call is not expr:
+        if use is None or use.method or use.via is not None or use.call is not expr:
             return None
         return expr, use
 

@@ -92,7 +92,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     triggers = frozenset({"GradScaler"})
     # Pre-filter: an autocast block (whose dtype may come from this file, a config field or
     # another module), or bfloat16 named (a flag, a cast).
-    requires = (frozenset({"autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
+    requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
         # A property that may fall off its end (returns None) gives no known dtype.
@@ -299,7 +299,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if bf16_blocks and not any(b.use.dtypes is None for b in blocks):
             self.report(
                 node,
-                "GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling",
+                f"GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling{bf16_blocks[0].use.origin}",
                 fix=self._fix(node, enabled, bf16_blocks[0]),
             )
             return

@@ -1,0 +1,336 @@
+"""Project functions that make torch's autocast: the autocast a trainer opens through them.
+
+Projects wrap the autocast once and call the wrapper everywhere (icefall's
+``torch_autocast(enabled=params.use_fp16)``, open_clip's ``autocast =
+get_autocast(args.precision)`` then ``with autocast():``). A *wrapper* is a module-level
+function or a method of a module-level class, of this file or of another project file, of
+one of these forms (and nothing looser, so that a block is never imagined):
+
+- ``@contextlib.contextmanager`` whose every ``yield`` is a bare ``yield`` statement
+  inside ``with <autocast>:`` (``with torch.amp.autocast(device_type, **kwargs): yield``,
+  perhaps on branches chosen by the torch version; a ``yield`` outside any autocast is the
+  "AMP off" branch; a deprecated ``torch.cuda.amp.autocast`` beside a modern spelling is
+  the old-torch fallback and is not counted): calling it is an autocast (a *context*
+  wrapper);
+- undecorated, with no ``yield``, every ``return`` giving an autocast call (a *context*
+  wrapper), or every one giving an autocast *factory* — the autocast callable itself,
+  ``functools.partial`` of it, or a ``lambda:`` calling it — (a *factory* wrapper); a
+  return of a no-op context (``contextlib.nullcontext()``, ``suppress``) or of a no-op
+  factory may stand beside them, as the "AMP off" branch.
+
+What the wrapper passes to the autocast is recorded per parameter of torch's autocast
+(``device_type``, ``dtype``, ``enabled``): a parameter of the wrapper (filled at the call
+site, or by its default), the static value it has in the wrapper's file, or unknown; and
+whether the wrapper forwards its ``**kwargs``. These records are part of the file's
+project summary, so that a call in another file is understood without reading the
+wrapper's code again; ``AutocastAnalysis`` turns them into the :class:`AutocastUse` of a
+call site.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from amplint.analysis import torch_api
+from amplint.analysis.bindings import Bindings
+from amplint.analysis.calls import CallTargets
+from amplint.analysis.modules import ProjectModules
+from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import bool_value
+from amplint.analysis.tree import Tree
+from amplint.analysis.values import Values
+from amplint.engine.context import SourceContext
+
+# Context managers that do nothing: the other branch of "autocast or not".
+NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
+PARTIALS = frozenset({"functools.partial"})
+CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager"})
+# The parameters of torch's autocast whose values the analysis uses.
+RECORDED = ("device_type", "dtype", "enabled")
+
+Wrapper = dict[str, Any]  # the summary record; see ``_record``
+Source = dict[str, Any]  # {"param": name} | {"strings"|"dtypes": [...]} | {"bool": b} | {"none": True} | {}
+
+
+@dataclass(frozen=True)
+class FoundWrapper:
+    """A wrapper a call site names: its record, where it is defined, and whether the call
+    site's object fills its first parameter (``self.make_autocast()``)."""
+
+    record: Wrapper
+    where: str  # "icefall/utils.py:123"
+    bound: bool
+
+    @property
+    def description(self) -> str:
+        return f"`{self.record['name']}` at {self.where}"
+
+
+@dataclass(eq=False)
+class AutocastWrappers:
+    """Autocast wrappers: those this file defines, and those its calls name."""
+
+    source: SourceContext
+    tree: Tree
+    names: NameResolver
+    bindings: Bindings
+    values: Values
+    calls: CallTargets
+    modules: ProjectModules
+
+    # -- this file's wrappers ----------------------------------------------------------------
+
+    @functools.cached_property
+    def defined(self) -> dict[str, Wrapper]:
+        """The wrappers this file defines, by function key (``f``, ``Class.m``)."""
+        found: dict[str, Wrapper] = {}
+        for function in self.tree.index.functions:
+            key = self.calls.function_key(function)
+            if key is None:
+                continue
+            record = self._record(function)
+            if record is not None:
+                found[key] = record
+        return found
+
+    def _record(self, function: cst.FunctionDef) -> Wrapper | None:
+        decorators = [self.names.resolve(decorator.decorator) for decorator in function.decorators]
+        static = decorators in (["staticmethod"], ["builtins.staticmethod"])
+        if not decorators or static:
+            if self._yields(function):
+                return None
+            outcomes = [self._returned(value, function) for value in self._returns(function)]
+        elif len(decorators) == 1 and decorators[0] in CONTEXT_MANAGERS:
+            outcomes = self._context_manager(function)
+        else:
+            return None
+        if not outcomes or any(outcome is None for outcome in outcomes):
+            return None
+        kinds = {outcome["kind"] for outcome in outcomes if outcome is not None}
+        autocasts = [outcome for outcome in outcomes if outcome is not None and "autocast" in outcome]
+        if len(kinds) != 1 or not autocasts:
+            return None
+        modern = [outcome for outcome in autocasts if not _deprecated(outcome)]
+        if modern:
+            autocasts = modern  # the deprecated spellings beside them are the old-torch fallback
+        params = function.params
+        if isinstance(params.star_arg, cst.Param):
+            return None  # *args: which positional argument lands where is unknown
+        return {
+            "name": function.name.value,
+            "line": self.source.location(self.source.span(function.name)[0]).row,
+            "kind": kinds.pop(),
+            "params": [[param.name.value, self._default(param)] for param in (*params.posonly_params, *params.params)],
+            "kwonly": [[param.name.value, self._default(param)] for param in params.kwonly_params],
+            "kwargs": params.star_kwarg.name.value if params.star_kwarg is not None else None,
+            "static": static,
+            "outcomes": autocasts,
+        }
+
+    def _default(self, param: cst.Param) -> Source | None:
+        """The source of a parameter's default (None: no default, the caller must pass it)."""
+        return self._value_source(param.default) if param.default is not None else None
+
+    def _returns(self, function: cst.FunctionDef) -> Iterator[cst.BaseExpression | None]:
+        for node in _own_nodes(function):
+            if isinstance(node, cst.Return):
+                yield node.value
+
+    def _yields(self, function: cst.FunctionDef) -> bool:
+        return any(isinstance(node, cst.Yield) for node in _own_nodes(function))
+
+    def _returned(self, value: cst.BaseExpression | None, function: cst.FunctionDef) -> Source | None:
+        """What one ``return`` gives: an autocast or a no-op, as a context or a factory."""
+        if value is None:
+            return None
+        if isinstance(value, cst.Call):
+            qualified = self.names.resolve(value.func)
+            if qualified in NO_OP_CONTEXTS:
+                return {"kind": "context"}
+            if qualified in torch_api.AUTOCASTS:
+                return self._outcome("context", qualified or "", value.args, function)
+            if qualified in PARTIALS and value.args and value.args[0].keyword is None and not value.args[0].star:
+                inner = self.names.resolve(value.args[0].value)
+                if inner in torch_api.AUTOCASTS:
+                    return self._outcome("factory", inner or "", value.args[1:], function)
+            return None
+        if isinstance(value, cst.Lambda):
+            params = value.params
+            if params.params or params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.Param) or params.star_kwarg:
+                return None
+            body = value.body
+            if isinstance(body, cst.Call) and self.names.resolve(body.func) in torch_api.AUTOCASTS:
+                return self._outcome("factory", self.names.resolve(body.func) or "", body.args, function)
+            return None
+        qualified = self.names.resolve(value)
+        if qualified in NO_OP_CONTEXTS:
+            return {"kind": "factory"}
+        if qualified in torch_api.AUTOCASTS:
+            return self._outcome("factory", qualified or "", (), function)
+        return None
+
+    def _context_manager(self, function: cst.FunctionDef) -> list[Source | None]:
+        """``@contextmanager``: each bare ``yield`` runs the caller's block inside the
+        autocast of the innermost ``with`` around it (several, on branches chosen by the
+        torch version, say), or in no autocast when none is around it."""
+        outcomes: list[Source | None] = []
+        for node in _own_nodes(function):
+            if not isinstance(node, cst.Yield):
+                continue
+            statement = self.tree.statement_of(node)
+            if node.value is not None or not (
+                isinstance(statement, cst.SimpleStatementLine)
+                and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Expr)
+                and statement.body[0].value is node
+            ):
+                return [None]
+            outcomes.append(self._around(statement, function))
+        return outcomes
+
+    def _around(self, statement: cst.SimpleStatementLine, function: cst.FunctionDef) -> Source | None:
+        for ancestor in self.tree.ancestors(statement):
+            if ancestor is function:
+                break
+            if isinstance(ancestor, cst.With):
+                for item in ancestor.items:
+                    if isinstance(item.item, cst.Call) and self.names.resolve(item.item.func) in torch_api.AUTOCASTS:
+                        return self._outcome("context", self.names.resolve(item.item.func) or "", item.item.args, function)
+        return {"kind": "context"}
+
+    def _outcome(self, kind: str, qualified: str, args: Any, function: cst.FunctionDef) -> Source | None:
+        """The autocast ``qualified`` called with ``args`` inside ``function``."""
+        found = torch_api.symbol(qualified)
+        order = torch_api.DEPRECATED_AUTOCAST_ORDER if found is not None and found.deprecated else torch_api.AUTOCAST_ORDER
+        parameters = {param.name.value for param in _all_params(function)}
+        kwargs = function.params.star_kwarg.name.value if function.params.star_kwarg is not None else None
+        recorded: dict[str, Source] = {}
+        forwards = False
+        position = 0
+        for arg in args:
+            if arg.star == "**":
+                if not (isinstance(arg.value, cst.Name) and arg.value.value == kwargs):
+                    return None
+                forwards = True
+                continue
+            if arg.star:
+                return None
+            if arg.keyword is None:
+                if position >= len(order):
+                    return None
+                keyword = order[position]
+                position += 1
+            else:
+                keyword = arg.keyword.value
+            if keyword in RECORDED:
+                recorded[keyword] = self._argument_source(arg.value, parameters)
+        return {"kind": kind, "autocast": qualified, "arguments": recorded, "forwards": forwards}
+
+    def _argument_source(self, value: cst.BaseExpression, parameters: set[str]) -> Source:
+        if isinstance(value, cst.Name) and value.value in parameters and self._is_parameter(value):
+            return {"param": value.value}
+        return self._value_source(value)
+
+    def _is_parameter(self, name: cst.Name) -> bool:
+        bindings = self.bindings.of(name)
+        return bool(bindings) and all(isinstance(getattr(binding, "node", None), cst.Param) for binding in bindings)
+
+    def _value_source(self, value: cst.BaseExpression) -> Source:
+        if isinstance(value, cst.Name) and value.value == "None":
+            return {"none": True}
+        known = bool_value(value)
+        if known is not None:
+            return {"bool": known}
+        dtypes = self.values.dtype_values(value)
+        if dtypes is not None:
+            return {"dtypes": sorted(dtypes)}
+        strings = self.values.string_values(value)
+        if strings is not None:
+            return {"strings": sorted(strings)}
+        return {}
+
+    # -- wrappers a call names ----------------------------------------------------------------
+
+    def named_by(self, func: cst.BaseExpression) -> FoundWrapper | None:
+        """The wrapper the callee expression ``func`` runs, if it is one."""
+        spec = self.calls.function_spec(func)
+        if spec is None:
+            return None
+        target = self.calls.target(self.source.path, spec)
+        if target is None:
+            return None
+        path, key = target
+        if path == self.source.path:
+            record = self.defined.get(key)
+        else:
+            summary = self.modules.summary_of(Path(path))
+            record = summary.get("autocast_wrappers", {}).get(key) if summary is not None else None
+        if not isinstance(record, dict):
+            return None
+        bound = bool(spec.get("bound")) and "." in key and not record.get("static")
+        return FoundWrapper(record, f"{self.modules.display(path)}:{record['line']}", bound)
+
+
+def bind(found: FoundWrapper, call: cst.Call) -> tuple[dict[str, cst.BaseExpression], dict[str, cst.BaseExpression]] | None:
+    """The call's arguments by the wrapper's parameter, and the keywords its ``**kwargs``
+    receives; None when they cannot be matched (``*args``/``**kw`` at the call, an
+    unknown keyword, too many positional arguments)."""
+    record = found.record
+    positional = [name for name, _ in record["params"]][1 if found.bound else 0 :]
+    named = set(positional) | {name for name, _ in record["kwonly"]}
+    by_param: dict[str, cst.BaseExpression] = {}
+    extra: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position >= len(positional):
+                return None
+            by_param[positional[position]] = arg.value
+            position += 1
+        elif arg.keyword.value in named:
+            by_param[arg.keyword.value] = arg.value
+        elif record["kwargs"] is not None:
+            extra[arg.keyword.value] = arg.value
+        else:
+            return None
+    return by_param, extra
+
+
+def default_of(record: Wrapper, param: str) -> Source | None:
+    for name, default in (*record["params"], *record["kwonly"]):
+        if name == param:
+            return default if isinstance(default, dict) else None
+    return None
+
+
+def _deprecated(outcome: Source) -> bool:
+    found = torch_api.symbol(str(outcome["autocast"]))
+    return found is not None and found.deprecated
+
+
+def _own_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
+    """The nodes of a function's body, not entering nested functions, lambdas or classes."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in node.children:
+            if not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                stack.append(child)
+
+
+def _all_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
+    params = function.params
+    yield from (*params.posonly_params, *params.params, *params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
