@@ -307,3 +307,39 @@ def test_the_cache_follows_the_wrapper(tmp_path: Path) -> None:
     # The wrapper now runs in bfloat16: the trainer's finding goes on the next cached run.
     (root / "utils.py").write_text(WRAPPER.replace("**kwargs):\n            yield", "dtype=torch.bfloat16, **kwargs):\n            yield").replace("torch.cuda.amp.autocast(**kwargs)", "torch.cuda.amp.autocast(dtype=torch.bfloat16, **kwargs)"), encoding="utf-8")
     assert codes() == []
+
+
+def test_methods_inherited_from_a_base_class_in_another_file(tmp_path: Path) -> None:
+    base = (
+        "import contextlib\n\nimport torch\n\n\nclass BaseModel(torch.nn.Module):\n"
+        "    def maybe_autocast(self, dtype=torch.float16):\n        if self.device != torch.device('cpu'):\n"
+        "            return torch.autocast('cuda', dtype=dtype)\n        return contextlib.nullcontext()\n\n"
+        "    def optimize(self, loss):\n        loss.backward()\n"
+    )
+    child = (
+        "from base import BaseModel\n\n\nclass Child(BaseModel):\n    def step(self, x):\n"
+        "        with self.maybe_autocast():\n            loss = self.net(x)\n            self.optimize(loss)\n"
+    )
+    root = _project(
+        tmp_path,
+        {
+            "base.py": base,
+            "child.py": child,
+            # Two levels down, in a package.
+            "pkg/__init__.py": "",
+            "pkg/grandchild.py": "import torch\nfrom child import Child\n\n\nclass GrandChild(Child):\n    def train_step(self, x):\n"
+            "        with self.maybe_autocast(dtype=torch.float16):\n            loss = self.net(x)\n        loss.backward()\n",
+            # The method is overridden: the class's own definition counts, not the base's.
+            "override.py": child.replace("class Child(BaseModel):\n", "class Child(BaseModel):\n    def optimize(self, loss):\n        self.pending = loss\n\n"),
+            # Several bases: the method resolution order is not followed.
+            "mixin.py": child.replace("class Child(BaseModel):", "class Child(Logging, BaseModel):"),
+        },
+    )
+    ((code, row, message),) = _check(root, "child.py", "AMP103")
+    assert (code, row) == ("AMP103", 8)
+    assert "(base.py:13, via BaseModel.optimize)" in message
+    assert "`maybe_autocast` at base.py:7" in message
+    ((code, row, message),) = _check(root, "pkg/grandchild.py", "AMP105")
+    assert (code, row) == ("AMP105", 7)
+    assert _check(root, "override.py", "AMP103") == []
+    assert _check(root, "mixin.py", "AMP103") == []

@@ -17,7 +17,8 @@ into the file and the function key inside it, as the importing file would find t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,11 @@ from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
 from amplint.analysis.tree import Tree
 from amplint.engine.context import SourceContext
+from amplint.engine.index import Summary
 
 Spec = dict[str, Any]
+# How many base classes a method is looked up through (``Trainer`` → ``BaseTrainer`` → …).
+MAX_BASES = 3
 
 
 @dataclass(eq=False)
@@ -67,6 +71,7 @@ class CallTargets:
             method = func.attr.value
             own = self.classes.instance_attribute(func.value) if isinstance(func.value, cst.Attribute) else None
             if isinstance(func.value, cst.Name) and self._is_self(func.value):
+                # The class's own method, or (found through ``bases``) an inherited one.
                 found = self.classes.method_of(func)
                 if found is not None and isinstance(self.tree.parent(found[0]), cst.Module):
                     return {"local": f"{found[0].name.value}.{method}", "bound": True}
@@ -110,16 +115,38 @@ class CallTargets:
         called = dotted_name(built.func)
         if called is None or not called.split(".")[-1][:1].isupper():
             return None
-        if isinstance(built.func, cst.Name):
-            cls = self.classes.class_named(built.func.value)
+        found = self._class_reference(built.func)
+        return member_spec(found, method) if found is not None else None
+
+    def _class_reference(self, expr: cst.BaseExpression) -> Spec | None:
+        """The project class ``expr`` names: a module-level class of this file, or one
+        imported from another module (which the index may or may not find in the project)."""
+        if isinstance(expr, cst.Name):
+            cls = self.classes.class_named(expr.value)
             if cls is not None and isinstance(self.tree.parent(cls), cst.Module):
-                return {"local": f"{cls.name.value}.{method}", "bound": True}
-            spec = self._qualified_spec(self.names.resolve(built.func)) or self._relative_spec(built.func)
+                return {"local": cls.name.value}
+            spec = self._qualified_spec(self.names.resolve(expr)) or self._relative_spec(expr)
         else:
-            spec = self._qualified_spec(self.names.resolve(built.func))
-        if spec is None or "import" not in spec:
-            return None
-        return {"import": spec["import"], "level": spec["level"], "attr": f"{spec['attr']}.{method}", "bound": True}
+            spec = self._qualified_spec(self.names.resolve(expr))
+        return spec if spec is not None and "import" in spec else None
+
+    @functools.cached_property
+    def bases(self) -> dict[str, Spec]:
+        """The base class of each module-level class of this file that has exactly one
+        (keywords such as ``metaclass=`` aside), when it is a project class: the methods a
+        class does not define, it inherits from there. With several bases the method
+        resolution order is left alone."""
+        found: dict[str, Spec] = {}
+        for statement in self.source.module.body:
+            if not isinstance(statement, cst.ClassDef):
+                continue
+            bases = [arg for arg in statement.bases if arg.keyword is None]
+            if len(bases) != 1 or bases[0].star:
+                continue
+            reference = self._class_reference(bases[0].value)
+            if reference is not None and reference.get("local") != statement.name.value:
+                found[statement.name.value] = reference
+        return found
 
     def _qualified_spec(self, qualified: str | None) -> Spec | None:
         if not qualified or qualified.startswith(("torch.", "builtins.")) or "." not in qualified:
@@ -156,3 +183,43 @@ class CallTargets:
             if found is not None:
                 return str(found), ".".join(parts[cut:])
         return None
+
+    def lookup(
+        self,
+        path: str,
+        summary: Summary,
+        spec: Spec,
+        table: str,
+        summary_of: Callable[[str], Summary | None],
+    ) -> tuple[str, Summary, str, Any] | None:
+        """The entry of ``table`` (``functions``, ``autocast_wrappers``) in the summary of
+        the file that defines the function ``spec`` names (``spec`` was recorded in the
+        file ``path``, whose summary is ``summary``): (its file, that file's summary, the
+        function key, the entry). A method a class does not define is looked up in its
+        base class, through at most ``MAX_BASES`` bases."""
+        for _ in range(MAX_BASES + 1):
+            found = self.target(path, spec)
+            if found is None:
+                return None
+            target_path, key = found
+            if target_path != path:
+                found_summary = summary_of(target_path)
+                if found_summary is None:
+                    return None
+                path, summary = target_path, found_summary
+            entry = summary.get(table, {}).get(key)
+            if entry is not None:
+                return path, summary, key, entry
+            owner, _, method = key.rpartition(".")
+            base = summary.get("bases", {}).get(owner) if owner and "." not in owner else None
+            if base is None or key in summary.get("functions", {}):
+                return None  # not a class's method, or defined there (and not what is asked)
+            spec = member_spec(base, method)
+        return None
+
+
+def member_spec(cls: Spec, method: str) -> Spec:
+    """The spec of the method ``method`` of the class spec ``cls``, called on an instance."""
+    if "local" in cls:
+        return {"local": f"{cls['local']}.{method}", "bound": True}
+    return {"import": cls["import"], "level": cls["level"], "attr": f"{cls['attr']}.{method}", "bound": True}

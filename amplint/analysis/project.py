@@ -109,7 +109,12 @@ class ProjectAnalysis:
                 spec = self.calls.callee(call)
                 if spec is not None:
                     entry["calls"].append([spec, line])
-        return {"functions": functions, "constants": self._constants(), "autocast_wrappers": self.wrappers.defined}
+        return {
+            "functions": functions,
+            "constants": self._constants(),
+            "autocast_wrappers": self.wrappers.defined,
+            "bases": self.calls.bases,
+        }
 
     def _constants(self) -> dict[str, dict[str, list[str]]]:
         constants: dict[str, dict[str, list[str]]] = {}
@@ -165,40 +170,29 @@ class ProjectAnalysis:
         return self._follow(self.source.path, self.summary, spec, MAX_DEPTH, frozenset())
 
     def _follow(self, path: str, summary: Summary, spec: Spec, depth: int, seen: frozenset[tuple[str, str]]) -> Effects | None:
-        target = self._resolve(path, summary, spec)
-        if target is None or depth <= 0:
+        if depth <= 0:
             return None
-        target_path, target_summary, key = target
+        found = self.calls.lookup(path, summary, spec, "functions", self._summary_of)
+        if found is None:
+            return None
+        target_path, target_summary, key, facts = found
         if (target_path, key) in seen:
             return Effects()
-        facts = target_summary.get("functions", {}).get(key)
-        if facts is None:
-            return None
         here = f"{key} ({Path(target_path).name})"
         bce = [Reached(target_path, line, text, (here,)) for line, text in facts["bce"]]
         backward = [Reached(target_path, line, text, (here,)) for line, text in facts["backward"]]
         for inner, _line in facts["calls"]:
-            found = self._follow(target_path, target_summary, inner, depth - 1, seen | {(target_path, key)})
-            if found is None:
+            reached = self._follow(target_path, target_summary, inner, depth - 1, seen | {(target_path, key)})
+            if reached is None:
                 continue
-            bce += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in found.bce]
-            backward += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in found.backward]
+            bce += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in reached.bce]
+            backward += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in reached.backward]
         return Effects(tuple(bce), tuple(backward))
 
-    def _resolve(self, path: str, summary: Summary, spec: Spec) -> tuple[str, Summary, str] | None:
-        found = self.calls.target(path, spec)
-        if found is None:
-            return None
-        target_path, key = found
-        if target_path == path:
-            return path, summary, key
-        target_summary = self._summary_of(Path(target_path))
-        return (target_path, target_summary, key) if target_summary is not None else None
-
-    def _summary_of(self, path: Path) -> Summary | None:
-        if path == Path(self.source.path).resolve():
+    def _summary_of(self, path: str) -> Summary | None:
+        if Path(path).resolve() == Path(self.source.path).resolve():
             return self.summary
-        return self.modules.summary_of(path)
+        return self.modules.summary_of(Path(path))
 
 
 def _short(text: str, limit: int = 40) -> str:
