@@ -95,27 +95,21 @@ class UnusedNoqaRule(Rule[SourceContext]):
             - scaler = torch.amp.GradScaler('cuda')  # noqa: AMP001
             + scaler = torch.amp.GradScaler('cuda')
             """,
-            line=2,
-            column=40,
-            message="`AMP001`",
+            line=2, column=40, message="`AMP001`",
         ),
         Invalid(
             code="""
             - x = 1  # noqa: E501, AMP123 why
             + x = 1  # noqa: E501 why
             """,
-            line=1,
-            column=8,
-            message="unknown: `AMP123`",
+            line=1, column=8, message="unknown: `AMP123`",
         ),
         Invalid(
             code="""
             - x = 1  # noqa: AMP001  -- kept for the migration
             + x = 1  # -- kept for the migration
             """,
-            line=1,
-            column=8,
-            message="Unused `noqa` directive (non-enabled: `AMP001`)",
+            line=1, column=8, message="Unused `noqa` directive (non-enabled: `AMP001`)",
         ),
     )
 

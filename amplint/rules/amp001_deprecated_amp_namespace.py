@@ -214,9 +214,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + with torch.amp.autocast("cuda", enabled=True):
                   pass
             """,
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            line=2, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             """
@@ -225,9 +223,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + with torch.amp.autocast("cpu", enabled=False, dtype=torch.bfloat16, cache_enabled=True):
                   pass
             """,
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cpu", ...)`',
+            line=2, column=6, message='use `torch.amp.autocast("cpu", ...)`',
         ),
         Invalid(
             """
@@ -236,9 +232,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + with torch.amp.autocast("cuda", dtype=torch.float16, enabled=use_amp):
                   pass
             """,
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            line=2, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             """
@@ -248,9 +242,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 pass
             """,
             fixed=None,
-            line=3,
-            column=6,
-            message="`torch.cuda.amp.autocast(...)` is deprecated",
+            line=3, column=6, message="`torch.cuda.amp.autocast(...)` is deprecated",
         ),
         Invalid(
             """
@@ -258,9 +250,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - scaler = torch.cuda.amp.GradScaler(2.0**10, enabled=True)
             + scaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=True)
             """,
-            line=2,
-            column=10,
-            message='use `torch.amp.GradScaler("cuda", ...)`',
+            line=2, column=10, message='use `torch.amp.GradScaler("cuda", ...)`',
         ),
         Invalid(
             """
@@ -268,9 +258,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - scaler = torch.cpu.amp.GradScaler()
             + scaler = torch.amp.GradScaler("cpu")
             """,
-            line=2,
-            column=10,
-            message='use `torch.amp.GradScaler("cpu", ...)`',
+            line=2, column=10, message='use `torch.amp.GradScaler("cpu", ...)`',
         ),
         Invalid(
             """
@@ -278,9 +266,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - scaler = th.cuda.amp.GradScaler()
             + scaler = th.amp.GradScaler("cuda")
             """,
-            line=2,
-            column=10,
-            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
+            line=2, column=10, message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
             """
@@ -294,9 +280,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                   pass
             """,
             count=3,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` are deprecated",
+            line=1, column=1, message="`torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` are deprecated",
         ),
         Invalid(
             """
@@ -308,9 +292,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + with torch.amp.autocast("cuda", enabled=False):
                   pass
             """,
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            line=2, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             """
@@ -321,9 +303,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + with torch.amp.autocast("cuda"):
                   pass
             """,
-            line=3,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            line=3, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
             """
@@ -333,9 +313,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - scaler = amp.GradScaler(enabled=True)
             + scaler = torch.amp.GradScaler("cuda", enabled=True)
             """,
-            line=4,
-            column=10,
-            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
+            line=4, column=10, message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
             """
@@ -355,9 +333,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                   def backward(ctx, g):
                       return g
             """,
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.custom_fwd`, `torch.cuda.amp.custom_bwd` are deprecated",
+            line=2, column=1, message="`torch.cuda.amp.custom_fwd`, `torch.cuda.amp.custom_bwd` are deprecated",
         ),
         Invalid(
             """
@@ -368,9 +344,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
               def f(x):
                   return x
             """,
-            line=3,
-            column=2,
-            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
+            line=3, column=2, message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
             """
@@ -382,9 +356,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - g = torch.cuda.amp.custom_fwd(f)
             + g = torch.amp.custom_fwd(f, device_type="cuda")
             """,
-            line=6,
-            column=5,
-            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
+            line=6, column=5, message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
             """
@@ -395,9 +367,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - ctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext
             + ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext
             """,
-            line=4,
-            column=7,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            line=4, column=7, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             """
@@ -407,9 +377,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             - ctx = functools.partial(torch.cuda.amp.autocast, True, dtype=torch.bfloat16)
             + ctx = functools.partial(torch.amp.autocast, "cuda", enabled=True, dtype=torch.bfloat16)
             """,
-            line=4,
-            column=25,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            line=4, column=25, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             """
@@ -421,9 +389,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             +     assert isinstance(s, (torch.amp.GradScaler, int))
             """,
             count=2,
-            line=3,
-            column=13,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
+            line=3, column=13, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
         Invalid(
             """
@@ -433,9 +399,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 pass
             """,
             fixed=None,
-            line=2,
-            column=11,
-            message="called with positional arguments",
+            line=2, column=11, message="called with positional arguments",
         ),
         Invalid(
             """
@@ -447,9 +411,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             -         self.assertIsInstance(make(), torch.cuda.amp.GradScaler)
             +         self.assertIsInstance(make(), torch.amp.GradScaler)
             """,
-            line=6,
-            column=39,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
+            line=6, column=39, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
         Invalid(
             """
@@ -457,9 +419,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             SCALERS = (torch.cuda.amp.GradScaler, MyScaler)
             """,
             fixed=None,
-            line=2,
-            column=12,
-            message="inside a collection: migrate by hand",
+            line=2, column=12, message="inside a collection: migrate by hand",
         ),
         # Compared as an object (torch's _dynamo): a partial would make the test False.
         Invalid(
@@ -470,9 +430,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 return func is torch.cuda.amp.autocast
             """,
             fixed=None,
-            line=4,
-            column=20,
-            message="compared as an object: migrate by hand",
+            line=4, column=20, message="compared as an object: migrate by hand",
         ),
         # A registry argument: the partial is offered, but as an unsafe fix (RT-DETR).
         Invalid(
@@ -485,9 +443,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             + GradScaler = register()(functools.partial(torch.amp.GradScaler, "cuda"))
             """,
             unsafe=True,
-            line=3,
-            column=25,
-            message="`torch.cuda.amp.grad_scaler.GradScaler` is deprecated",
+            line=3, column=25, message="`torch.cuda.amp.grad_scaler.GradScaler` is deprecated",
         ),
         Invalid(
             """
@@ -497,9 +453,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 pass
             """,
             fixed=None,
-            line=3,
-            column=16,
-            message="subclassing it: migrate the base class by hand",
+            line=3, column=16, message="subclassing it: migrate the base class by hand",
         ),
         Invalid(
             """
@@ -507,9 +461,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             f = torch.cuda.amp.autocast_mode._cast
             """,
             fixed=None,
-            line=2,
-            column=5,
-            message="`torch.cuda.amp.autocast_mode._cast` belongs to the deprecated `torch.cuda.amp` namespace",
+            line=2, column=5, message="`torch.cuda.amp.autocast_mode._cast` belongs to the deprecated `torch.cuda.amp` namespace",
         ),
         Invalid(
             """
@@ -517,9 +469,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             ac = getattr(torch.cuda.amp, 'autocast')
             """,
             fixed=None,
-            line=2,
-            column=6,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            line=2, column=6, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             # A use silenced with noqa keeps the import it needs.
@@ -534,9 +484,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                   pass
             """,
             count=2,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            line=1, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             # Shadowed by a parameter: only the (now unused) import is deprecated, and it goes.
@@ -548,9 +496,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                       pass
             """,
             count=1,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            line=1, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             """
@@ -560,9 +506,7 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             """,
             fixed=None,
             count=2,
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp`",
+            line=2, column=1, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp`",
         ),
     )
 

@@ -112,9 +112,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
               elif t.device.type == 'mps':
                   dt = torch.get_autocast_dtype('mps')
             """,
-            line=3,
-            column=10,
-            message="use `torch.get_autocast_dtype(\"cuda\")`",
+            line=3, column=10, message="use `torch.get_autocast_dtype(\"cuda\")`",
         ),
         Invalid(
             """
@@ -122,9 +120,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             - dtype = torch.get_autocast_gpu_dtype()
             + dtype = torch.get_autocast_dtype("cuda")
             """,
-            line=2,
-            column=9,
-            message='use `torch.get_autocast_dtype("cuda")`',
+            line=2, column=9, message='use `torch.get_autocast_dtype("cuda")`',
         ),
         Invalid(
             """
@@ -132,9 +128,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             - th.set_autocast_cpu_dtype(th.bfloat16)
             + th.set_autocast_dtype("cpu", th.bfloat16)
             """,
-            line=2,
-            column=1,
-            message='use `torch.set_autocast_dtype("cpu", ...)`',
+            line=2, column=1, message='use `torch.set_autocast_dtype("cpu", ...)`',
         ),
         Invalid(
             """
@@ -145,9 +139,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             +     torch.set_autocast_enabled("cpu", False)
             """,
             count=2,
-            line=2,
-            column=4,
-            message='use `torch.is_autocast_enabled("cpu")`',
+            line=2, column=4, message='use `torch.is_autocast_enabled("cpu")`',
         ),
         Invalid(
             """
@@ -155,9 +147,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             d = get_autocast_xla_dtype()
             """,
             count=1,  # the function was imported by name: no fix can keep that import meaningful
-            line=2,
-            column=5,
-            message='use `torch.get_autocast_dtype("xla")`',
+            line=2, column=5, message='use `torch.get_autocast_dtype("xla")`',
         ),
         Invalid(
             """
@@ -165,9 +155,7 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             - torch.set_autocast_gpu_dtype(dtype=torch.float16)
             + torch.set_autocast_dtype("cuda", dtype=torch.float16)
             """,
-            line=2,
-            column=1,
-            message='use `torch.set_autocast_dtype("cuda", ...)`',
+            line=2, column=1, message='use `torch.set_autocast_dtype("cuda", ...)`',
         ),
     )
 

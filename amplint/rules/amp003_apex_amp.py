@@ -182,9 +182,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             """,
             unsafe=True,
             count=3,
-            line=2,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=2, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         # Other apex.amp uses: flagged, no fix.
         Invalid(
@@ -196,9 +194,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             """,
             fixed=None,
             count=4,
-            line=1,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=1, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         Invalid(
             """
@@ -207,9 +203,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
                 s.backward()
             """,
             count=2,
-            line=1,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=1, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         Invalid(
             """
@@ -217,9 +211,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             model, opt = apex.amp.initialize(model, opt)
             """,
             count=1,
-            line=2,
-            column=14,
-            message="`apex.amp.initialize` no longer exists in current apex",
+            line=2, column=14, message="`apex.amp.initialize` no longer exists in current apex",
         ),
         Invalid(
             """
@@ -231,9 +223,7 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
                 model = amp.initialize(model)
             """,
             count=1,
-            line=2,
-            column=5,
-            message="`apex.amp` no longer exists in current apex",
+            line=2, column=5, message="`apex.amp` no longer exists in current apex",
         ),
     )
 

@@ -287,9 +287,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             """,
             unsafe=True,
             count=2,
-            line=2,
-            column=9,
-            message="cast of the model to low precision",
+            line=2, column=9, message="cast of the model to low precision",
         ),
         Invalid(
             """
@@ -304,9 +302,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             """,
             unsafe=True,
             count=3,
-            line=2,
-            column=1,
-            message="run the forward pass and the loss under `torch.autocast(...)`",
+            line=2, column=1, message="run the forward pass and the loss under `torch.autocast(...)`",
         ),
         # No `x = x` left behind; `.type(...)` and a dtype bound to a name.
         Invalid(
@@ -320,9 +316,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             """,
             unsafe=True,
             count=2,
-            line=3,
-            column=5,
-            message="cast of the model's inputs",
+            line=3, column=5, message="cast of the model's inputs",
         ),
         # Only the cast goes: the statement still moves the model (issue 13).
         Invalid(
@@ -333,9 +327,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
               loss.backward()
             """,
             unsafe=True,
-            line=2,
-            column=1,
-            message="cast of the model",
+            line=2, column=1, message="cast of the model",
         ),
         # A method chain keeps its layout.
         Invalid(
@@ -347,9 +339,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
               loss.backward()
             """,
             unsafe=True,
-            line=2,
-            column=10,
-            message="cast of the model",
+            line=2, column=10, message="cast of the model",
         ),
         # A model and its inputs together, or not at all: the input cast has no fix here.
         Invalid(
@@ -363,9 +353,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             fixed=None,
             unsafe=True,
             count=2,
-            line=2,
-            column=1,
-            message="cast of the model",
+            line=2, column=1, message="cast of the model",
         ),
         # bfloat16 beside autocast.
         Invalid(
@@ -377,9 +365,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
               loss.backward()
             """,
             unsafe=True,
-            line=2,
-            column=9,
-            message="cast of the model",
+            line=2, column=9, message="cast of the model",
         ),
     )
 

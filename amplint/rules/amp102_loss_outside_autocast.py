@@ -192,9 +192,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             +         loss = F.cross_entropy(out, y)  # main loss
                   loss.backward()
             """,
-            line=7,
-            column=12,
-            message="Loss computed outside the autocast block",
+            line=7, column=12, message="Loss computed outside the autocast block",
         ),
         Invalid(
             """
@@ -209,9 +207,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             -         loss = self.criterion(logits, batch['y'])
                       self.scaler.scale(loss).backward()
             """,
-            line=8,
-            column=16,
-            message="Loss computed outside the autocast block",
+            line=8, column=16, message="Loss computed outside the autocast block",
         ),
         # The loss takes a value derived after the block from one computed inside it.
         Invalid(
@@ -227,9 +223,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 loss.backward()
             """,
             fixed=None,
-            line=8,
-            column=12,
-            message="Loss computed outside the autocast block",
+            line=8, column=12, message="Loss computed outside the autocast block",
         ),
         Invalid(
             """
@@ -244,9 +238,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 loss.backward()
             """,
             fixed=None,
-            line=8,
-            column=12,
-            message="Loss computed outside the autocast block",
+            line=8, column=12, message="Loss computed outside the autocast block",
         ),
     )
 

@@ -104,9 +104,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             + loss.backward()
               step()
             """,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
             """
@@ -117,9 +115,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             + loss.backward()
               step()
             """,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
             """
@@ -133,9 +129,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             +     scaler.scale(loss).backward()  # keep me
                   scaler.step(opt)
             """,
-            line=7,
-            column=9,
-            message="Backward pass inside an autocast block",
+            line=7, column=9, message="Backward pass inside an autocast block",
         ),
         Invalid(
             """
@@ -146,9 +140,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
                 log(loss)
             """,
             fixed=None,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
             """
@@ -158,9 +150,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             -     torch.autograd.backward(loss)
             + torch.autograd.backward(loss)
             """,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
             """
@@ -173,9 +163,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             + b.backward()
             """,
             count=2,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
     )
 

@@ -148,9 +148,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             -     loss = F.binary_cross_entropy(torch.sigmoid(logits), y, weight=w, reduction='sum')
             +     loss = F.binary_cross_entropy_with_logits(logits, y, weight=w, reduction='sum')
             """,
-            line=4,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            line=4, column=12, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             """
@@ -159,9 +157,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             -     loss = torch.nn.functional.binary_cross_entropy(out.sigmoid(), y, w)
             +     loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y, w)
             """,
-            line=3,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            line=3, column=12, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             """
@@ -171,9 +167,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             -     loss = F.binary_cross_entropy(input=F.sigmoid(z), target=y)
             +     loss = F.binary_cross_entropy_with_logits(input=z, target=y)
             """,
-            line=4,
-            column=12,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            line=4, column=12, message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
             """
@@ -188,9 +182,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             +         loss = F.binary_cross_entropy_with_logits(logits, y)
                   return loss
             """,
-            line=8,
-            column=16,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            line=8, column=16, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
             """
@@ -206,9 +198,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                   return loss, accuracy
             """,
             unsafe=True,
-            line=7,
-            column=16,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            line=7, column=16, message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
             """
@@ -224,9 +214,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 return loss
             """,
             fixed=None,  # logits is rebound between the sigmoid and the loss
-            line=9,
-            column=16,
-            message="raises under CUDA autocast",
+            line=9, column=16, message="raises under CUDA autocast",
         ),
         Invalid(
             """
@@ -238,9 +226,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             -     loss = binary_cross_entropy(logits.sigmoid(), y)
             +     loss = binary_cross_entropy_with_logits(logits, y)
             """,
-            line=5,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises",
+            line=5, column=12, message="`torch.nn.functional.binary_cross_entropy` raises",
         ),
         Invalid(
             """
@@ -252,9 +238,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 loss = binary_cross_entropy(logits.sigmoid(), y)
             """,
             fixed=None,  # the logits form's name is taken and torch is not bound: no name to write
-            line=6,
-            column=12,
-            message="raises under CUDA autocast",
+            line=6, column=12, message="raises under CUDA autocast",
         ),
         Invalid(
             """
@@ -265,9 +249,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 pass
             """,
             fixed=None,
-            line=3,
-            column=13,
-            message="use `nn.BCEWithLogitsLoss` on logits",
+            line=3, column=13, message="use `nn.BCEWithLogitsLoss` on logits",
         ),
         Invalid(
             """
@@ -277,9 +259,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
                 loss = F.binary_cross_entropy(probs, y)
             """,
             fixed=None,
-            line=4,
-            column=12,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            line=4, column=12, message="use `binary_cross_entropy_with_logits` on logits",
         ),
     )
 

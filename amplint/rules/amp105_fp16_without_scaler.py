@@ -189,9 +189,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                     loss = m(x)
                 loss.backward()
             """,
-            line=4,
-            column=5,
-            message="small gradients underflow to zero",
+            line=4, column=5, message="small gradients underflow to zero",
         ),
         Invalid(
             """
@@ -201,9 +199,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 loss = m(x)
             loss.backward()
             """,
-            line=3,
-            column=1,
-            message="small gradients underflow to zero",
+            line=3, column=1, message="small gradients underflow to zero",
         ),
         Invalid(
             """
@@ -212,9 +208,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 loss = m(x)
             loss.backward()
             """,
-            line=2,
-            column=1,
-            message="small gradients underflow to zero",
+            line=2, column=1, message="small gradients underflow to zero",
         ),
         # After AMP202's fix: the runtime's autocast picks float16 where bfloat16 is not native.
         Invalid(
@@ -226,9 +220,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                     loss = m(x)
                 loss.backward()
             """,
-            line=4,
-            column=5,
-            message="float16 autocast in training without a GradScaler",
+            line=4, column=5, message="float16 autocast in training without a GradScaler",
         ),
         Invalid(
             """
@@ -241,9 +233,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                     loss = m(x)
                 loss.backward()
             """,
-            line=6,
-            column=5,
-            message="float16 autocast in training without a GradScaler",
+            line=6, column=5, message="float16 autocast in training without a GradScaler",
         ),
         Invalid(
             """
@@ -255,9 +245,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                     loss = m(x)
                 loss.backward()
             """,
-            line=4,
-            column=5,
-            message="small gradients underflow to zero",
+            line=4, column=5, message="small gradients underflow to zero",
         ),
     )
 

@@ -532,9 +532,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                       return model(x)
             """,
             unsafe=True,
-            line=4,
-            column=25,
-            message='hardcodes device type "cuda" although this code has a device variable (`device`)',
+            line=4, column=25, message='hardcodes device type "cuda" although this code has a device variable (`device`)',
         ),
         Invalid(
             """
@@ -545,9 +543,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             - dist.init_process_group(backend='nccl', init_method='env://')
             + dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')
             """,
-            line=5,
-            column=33,
-            message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
+            line=5, column=33, message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
         ),
         # `torch` not bound: the fix imports it; a device option's default shows the intent.
         Invalid(
@@ -563,9 +559,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             -     init_process_group("nccl")
             +     init_process_group("nccl" if torch.cuda.is_available() else "gloo")
             """,
-            line=8,
-            column=24,
-            message="NCCL needs CUDA GPUs",
+            line=8, column=24, message="NCCL needs CUDA GPUs",
         ),
         Invalid(
             """
@@ -578,9 +572,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                   pass
             """,
             unsafe=True,
-            line=3,
-            column=15,
-            message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
+            line=3, column=15, message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
         ),
         # minimind: the string test chooses whether autocast runs at all.
         Invalid(
@@ -593,9 +585,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
               ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')
             """,
             unsafe=True,
-            line=3,
-            column=15,
-            message="maps every non-CUDA device",
+            line=3, column=15, message="maps every non-CUDA device",
         ),
         Invalid(
             """
@@ -607,9 +597,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             +     return torch.amp.GradScaler(amplint.runtime.device_type(device))
             """,
             unsafe=True,
-            line=4,
-            column=33,
-            message="use `amplint.runtime.device_type(device)`",
+            line=4, column=33, message="use `amplint.runtime.device_type(device)`",
         ),
         Invalid(
             """
@@ -622,9 +610,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                       pass
             """,
             unsafe=True,
-            line=4,
-            column=25,
-            message='`str(device)` as the autocast device type is "cuda:0"',
+            line=4, column=25, message='`str(device)` as the autocast device type is "cuda:0"',
         ),
         Invalid(
             """
@@ -641,9 +627,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                           return self.model(x)
             """,
             unsafe=True,
-            line=8,
-            column=45,
-            message="has a device variable (`self.device`)",
+            line=8, column=45, message="has a device variable (`self.device`)",
         ),
         Invalid(
             """
@@ -656,9 +640,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             +     scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))
             """,
             unsafe=True,
-            line=5,
-            column=32,
-            message='`th.amp.GradScaler` hardcodes device type "cuda"',
+            line=5, column=32, message='`th.amp.GradScaler` hardcodes device type "cuda"',
         ),
         # A dataclass field is a device variable for its methods (RULES.md rev 4).
         Invalid(
@@ -677,9 +659,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                           return self.model(x)
             """,
             unsafe=True,
-            line=9,
-            column=29,
-            message="device variable (`self.device`)",
+            line=9, column=29, message="device variable (`self.device`)",
         ),
         # Bound to CUDA, but a configurator may rebind it (nanoGPT) or the file tests it.
         Invalid(
@@ -693,9 +673,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                   pass
             """,
             unsafe=True,
-            line=4,
-            column=21,
-            message="hardcodes device type",
+            line=4, column=21, message="hardcodes device type",
         ),
         Invalid(
             """
@@ -707,9 +685,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             + scaler = torch.amp.GradScaler(amplint.runtime.device_type(device))
             """,
             unsafe=True,
-            line=4,
-            column=31,
-            message="hardcodes device type",
+            line=4, column=31, message="hardcodes device type",
         ),
         # Two different device variables: which one is meant is a guess, so no fix.
         Invalid(
@@ -724,9 +700,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             """,
             fixed=None,
             unsafe=True,
-            line=6,
-            column=25,
-            message="use `amplint.runtime.device_type(args.device)`",
+            line=6, column=25, message="use `amplint.runtime.device_type(args.device)`",
         ),
     )
 

@@ -189,9 +189,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
               loss.backward()
             """,
             unsafe=True,
-            line=5,
-            column=7,
-            message="use `amplint.runtime.autocast(device, dtype=...)`",
+            line=5, column=7, message="use `amplint.runtime.autocast(device, dtype=...)`",
         ),
         Invalid(
             """
@@ -208,9 +206,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
               loss.backward()
             """,
             unsafe=True,
-            line=6,
-            column=7,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=6, column=7, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
             """
@@ -226,9 +222,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
                   optimizer.step()
             """,
             unsafe=True,
-            line=5,
-            column=10,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=5, column=10, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
             """
@@ -242,9 +236,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
               loss.backward()
             """,
             unsafe=True,
-            line=3,
-            column=11,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=3, column=11, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
     )
 

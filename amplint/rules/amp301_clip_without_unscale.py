@@ -114,9 +114,7 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                   scaler.step(opt)
                   scaler.update()
             """,
-            line=5,
-            column=5,
-            message="clipped while still scaled by `scaler`",
+            line=5, column=5, message="clipped while still scaled by `scaler`",
         ),
         Invalid(
             """
@@ -132,9 +130,7 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                               self.scaler.step(self.optimizer)
                               self.scaler.update()
             """,
-            line=8,
-            column=29,
-            message="clipped while still scaled by `self.scaler`",
+            line=8, column=29, message="clipped while still scaled by `self.scaler`",
         ),
     )
 

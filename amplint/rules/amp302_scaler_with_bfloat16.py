@@ -232,9 +232,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                         loss = self.model(x)
                     self.scaler.scale(loss).backward()
             """,
-            line=6,
-            column=23,
-            message="autocast may run in bfloat16",
+            line=6, column=23, message="autocast may run in bfloat16",
         ),
         Invalid(
             """
@@ -244,9 +242,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
               with torch.autocast('cuda', dtype=torch.bfloat16):
                   pass
             """,
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             """
@@ -259,9 +255,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                   with torch.autocast('cuda', dtype=ptdtype):
                       pass
             """,
-            line=5,
-            column=14,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            line=5, column=14, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             """
@@ -271,9 +265,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
               with torch.autocast('cuda', dtype=torch.bfloat16):
                   pass
             """,
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
             """
@@ -283,9 +275,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
               with torch.autocast('cpu'):
                   pass
             """,
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         # The seed documents' Trainer: scaler in __init__, bfloat16 autocast in train_step.
         Invalid(
@@ -303,9 +293,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                           loss = self.model(batch)
                       self.scaler.scale(loss).backward()
             """,
-            line=6,
-            column=23,
-            message="autocast may run in bfloat16",
+            line=6, column=23, message="autocast may run in bfloat16",
         ),
         # A module-level scaler and a training function's if/elif dtype chain.
         Invalid(
@@ -323,9 +311,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 with torch.autocast('cuda', dtype=dtype):
                     pass
             """,
-            line=2,
-            column=10,
-            message="autocast may run in bfloat16",
+            line=2, column=10, message="autocast may run in bfloat16",
         ),
         # Built only when bfloat16 is on (I-JEPA).
         Invalid(
@@ -333,9 +319,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             import torch
             scaler = torch.amp.GradScaler('cuda') if use_bfloat16 else None
             """,
-            line=2,
-            column=10,
-            message="built only when bfloat16 is selected (`use_bfloat16`)",
+            line=2, column=10, message="built only when bfloat16 is selected (`use_bfloat16`)",
         ),
         Invalid(
             """
@@ -343,9 +327,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             if args.precision == 'bf16':
                 scaler = torch.amp.GradScaler('cuda')
             """,
-            line=3,
-            column=14,
-            message="built only when bfloat16 is selected",
+            line=3, column=14, message="built only when bfloat16 is selected",
         ),
         # Weights loaded in bfloat16 with an enabled scaler: the unscale raises.
         Invalid(
@@ -356,9 +338,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             - scaler = torch.amp.GradScaler('cuda')
             + scaler = torch.amp.GradScaler('cuda', enabled=False)
             """,
-            line=4,
-            column=10,
-            message="the model's weights are bfloat16 (line 3)",
+            line=4, column=10, message="the model's weights are bfloat16 (line 3)",
         ),
         Invalid(
             """
@@ -367,9 +347,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             - scaler = torch.amp.GradScaler('cuda', enabled=True)
             + scaler = torch.amp.GradScaler('cuda', enabled=False)
             """,
-            line=3,
-            column=10,
-            message="not implemented for 'BFloat16'",
+            line=3, column=10, message="not implemented for 'BFloat16'",
         ),
     )
 

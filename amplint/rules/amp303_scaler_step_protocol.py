@@ -161,9 +161,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                     scaler.step(optimizer)
             """,
             fixed=None,  # an update per optimizer is not one per iteration
-            line=4,
-            column=9,
-            message="`scaler.step()` without `scaler.update()`",
+            line=4, column=9, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
             """
@@ -178,9 +176,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                   scaler.update()
             """,
             count=1,
-            line=3,
-            column=5,
-            message="`scaler.step()` without `scaler.update()`",
+            line=3, column=5, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
             """
@@ -195,9 +191,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                       self.scaler.update()
             """,
             count=1,
-            line=3,
-            column=9,
-            message="`self.scaler.step()` without `self.scaler.update()`",
+            line=3, column=9, message="`self.scaler.step()` without `self.scaler.update()`",
         ),
         Invalid(
             """
@@ -207,9 +201,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
             +     scaler.update()
                   log()
             """,
-            line=3,
-            column=5,
-            message="`scaler.step()` without `scaler.update()`",
+            line=3, column=5, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
             """
@@ -224,9 +216,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                   opt.zero_grad()
             """,
             count=1,
-            line=6,
-            column=5,
-            message="use `scaler.step(opt)`",
+            line=6, column=5, message="use `scaler.step(opt)`",
         ),
         Invalid(
             """
@@ -239,9 +229,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 scaler.update()
             """,
             fixed=None,
-            line=5,
-            column=5,
-            message="`scaler.unscale_(optimizer)` called twice before `step`",
+            line=5, column=5, message="`scaler.unscale_(optimizer)` called twice before `step`",
         ),
     )
 
