@@ -13,7 +13,7 @@ import re
 import pytest
 
 from amplint.api import check_source
-from amplint.engine.rule import RuleType
+from amplint.engine.rule import Invalid, RuleType, example_source
 from amplint.rules import all_rules
 
 RULES = [rule for rule in all_rules() if rule.INVALID or rule.VALID]
@@ -54,3 +54,52 @@ def test_rule_page_examples(rule: RuleType) -> None:
     assert "Example" in blocks and "Use instead" in blocks
     assert any(d.code == rule.code for d in check_source(blocks["Example"], select=["ALL"]))
     assert not any(d.code == rule.code for d in check_source(blocks["Use instead"], select=["ALL"]))
+
+
+def test_an_example_block_reads_as_its_dedented_lines() -> None:
+    block = """
+        import torch
+
+        with torch.autocast('cuda'):
+            pass
+        """
+    assert example_source(block) == "import torch\n\nwith torch.autocast('cuda'):\n    pass\n"
+    assert example_source("x = 1\n") == "x = 1\n"
+
+
+def test_an_invalid_example_written_as_a_diff_gives_its_source_and_its_fix() -> None:
+    example = Invalid(
+        """
+          import torch
+        + import amplint.runtime
+        -
+        - with torch.autocast('cuda'):
+        + with torch.autocast(amplint.runtime.device_type(device)):
+              pass
+        """
+    )
+    assert example.code == "import torch\n\nwith torch.autocast('cuda'):\n    pass\n"
+    assert example.fixed == (
+        "import torch\nimport amplint.runtime\nwith torch.autocast(amplint.runtime.device_type(device)):\n    pass\n"
+    )
+
+
+def test_an_invalid_example_without_marks_keeps_its_fixed_text() -> None:
+    code = """
+        x = a.half()
+        y = b
+        """
+    example = Invalid(code, fixed="x = a\n")
+    assert (example.code, example.fixed) == ("x = a.half()\ny = b\n", "x = a\n")
+
+
+@pytest.mark.parametrize(
+    ("code", "fixed"),
+    [
+        ("\n    - x = 1\n    + x = 2\n    ", "x = 2\n"),  # the diff already says the fix
+        ("\n    - x = 1\n    y = 2\n    ", None),  # a line with no gutter
+    ],
+)
+def test_a_malformed_diff_example_is_refused(code: str, fixed: str | None) -> None:
+    with pytest.raises(ValueError, match="example written as a fix"):
+        Invalid(code, fixed=fixed)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import re
+import textwrap
 import traceback
 from abc import ABCMeta
 from collections.abc import Callable, Sequence
@@ -42,6 +43,13 @@ class FixAvailability(str, enum.Enum):
     ALWAYS = "always"
 
 
+def example_source(text: str) -> str:
+    """An example's source as a rule writes it: a triple-quoted block that opens with a
+    newline stands for its lines dedented, that first newline dropped; any other text is
+    the source as it is."""
+    return textwrap.dedent(text[1:]) if text.startswith("\n") else text
+
+
 @dataclass(frozen=True)
 class Invalid:
     """An example the rule must flag.
@@ -49,6 +57,12 @@ class Invalid:
     ``line``/``column`` (1-based) and ``message`` (a fragment of the message) pin where
     and what the first diagnostic of the rule says; ``fixed`` is the expected result of
     ``amplint fix`` (with ``--unsafe-fixes`` when ``unsafe``), None when no fix applies.
+
+    ``code`` is read with :func:`example_source`. It may show the fix itself, as a diff:
+    every line behind a two-column gutter, ``- `` for a line of the example that the fix
+    removes, ``+ `` for a line the fix writes, two spaces for a line both share (a lone
+    ``-`` or ``+`` is a blank line on one side only). ``fixed`` is then taken from it and
+    must not be given.
     """
 
     code: str
@@ -58,6 +72,42 @@ class Invalid:
     line: int | None = None
     column: int | None = None
     message: str | None = None
+
+    def __post_init__(self) -> None:
+        code = example_source(self.code)
+        fixed = None if self.fixed is None else example_source(self.fixed)
+        sides = _fix_sides(code)
+        if sides is not None:
+            if fixed is not None:
+                raise ValueError(f"an example written as a fix takes no fixed=:\n{code}")
+            code, fixed = sides
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "fixed", fixed)
+
+
+def _fix_sides(diff: str) -> tuple[str, str] | None:
+    """The source before and after the fix that ``diff`` shows (see :class:`Invalid`),
+    or None when no line of it is marked ``-`` or ``+``."""
+    lines = diff.splitlines(keepends=True)
+    if not any(line.startswith(("-", "+")) for line in lines):
+        return None
+    before: list[str] = []
+    after: list[str] = []
+    for line in lines:
+        gutter, text = line[:2], line[2:]
+        if not line.strip():
+            before.append(line)
+            after.append(line)
+        elif line.rstrip("\n") in ("-", "+"):
+            (before if line[0] == "-" else after).append(line[1:])
+        elif gutter in ("  ", "- ", "+ "):
+            if gutter != "+ ":
+                before.append(text)
+            if gutter != "- ":
+                after.append(text)
+        else:
+            raise ValueError(f"a line of an example written as a fix has no '  ', '- ' or '+ ' gutter: {line!r}")
+    return "".join(before), "".join(after)
 
 
 @dataclass
@@ -100,6 +150,7 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT], metaclass=_RuleMeta):
     # metadata when first asked, so a file no rule looks closely at costs little more
     # than its parse.
     context_type: ClassVar[type[SourceContext]] = SourceContext
+    # Sources the rule must not flag, each read with :func:`example_source`.
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
@@ -124,6 +175,8 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT], metaclass=_RuleMeta):
             cls.summary = summary
         if fix is not None:
             cls.fix_availability, cls.fix_applicability = FixAvailability.SOMETIMES, fix
+        if "VALID" in cls.__dict__:
+            cls.VALID = tuple(example_source(source) for source in cls.VALID)
         if cls.__dict__.get("abstract", False):
             return
         for attribute in ("code", "name", "summary", "triggers"):

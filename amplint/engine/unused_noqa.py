@@ -77,32 +77,39 @@ class UnusedNoqaRule(Rule[SourceContext]):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.SAFE
     VALID = (
-        "import torch\nscaler = torch.cuda.amp.GradScaler()  # noqa: AMP001\n",
-        "import torch\nscaler = torch.cuda.amp.GradScaler()  # noqa\n",
+        """
+        import torch
+        scaler = torch.cuda.amp.GradScaler()  # noqa: AMP001
+        """,
+        """
+        import torch
+        scaler = torch.cuda.amp.GradScaler()  # noqa
+        """,
         "x = 1  # noqa: E501\n",
         "x = 1  # noqa: AMP001, AMP901\n",
     )
     INVALID = (
         Invalid(
-            code="import torch\nscaler = torch.amp.GradScaler('cuda')  # noqa: AMP001\n",
-            fixed="import torch\nscaler = torch.amp.GradScaler('cuda')\n",
-            line=2,
-            column=40,
-            message="`AMP001`",
+            code="""
+              import torch
+            - scaler = torch.amp.GradScaler('cuda')  # noqa: AMP001
+            + scaler = torch.amp.GradScaler('cuda')
+            """,
+            line=2, column=40, message="`AMP001`",
         ),
         Invalid(
-            code="x = 1  # noqa: E501, AMP123 why\n",
-            fixed="x = 1  # noqa: E501 why\n",
-            line=1,
-            column=8,
-            message="unknown: `AMP123`",
+            code="""
+            - x = 1  # noqa: E501, AMP123 why
+            + x = 1  # noqa: E501 why
+            """,
+            line=1, column=8, message="unknown: `AMP123`",
         ),
         Invalid(
-            code="x = 1  # noqa: AMP001  -- kept for the migration\n",
-            fixed="x = 1  # -- kept for the migration\n",
-            line=1,
-            column=8,
-            message="Unused `noqa` directive (non-enabled: `AMP001`)",
+            code="""
+            - x = 1  # noqa: AMP001  -- kept for the migration
+            + x = 1  # -- kept for the migration
+            """,
+            line=1, column=8, message="Unused `noqa` directive (non-enabled: `AMP001`)",
         ),
     )
 

@@ -18,6 +18,19 @@ import libcst as cst
 # field order (parentheses and leading lines are declared last but come first, among
 # others). tests/test_walk.py derives this table from the installed libcst and checks
 # walks against libcst's visitors.
+_FOR_CLAUSE = ("asynchronous", "whitespace_after_for", "target", "whitespace_before_in", "whitespace_after_in", "iter")
+_IMPORT = ("whitespace_after_import", "names", "semicolon")
+_IMPORT_FROM = (
+    "whitespace_after_from",
+    "relative",
+    "module",
+    "whitespace_before_import",
+    "whitespace_after_import",
+    "lpar",
+    "names",
+    "rpar",
+    "semicolon",
+)
 _VISIT_ORDER: dict[str, tuple[str, ...]] = {
     "AnnAssign": ("target", "annotation", "equal", "value", "semicolon"),
     "Annotation": ("whitespace_before_indicator", "whitespace_after_indicator", "annotation"),
@@ -45,17 +58,7 @@ _VISIT_ORDER: dict[str, tuple[str, ...]] = {
         "whitespace_before_colon",
         "body",
     ),
-    "CompFor": (
-        "whitespace_before",
-        "asynchronous",
-        "whitespace_after_for",
-        "target",
-        "whitespace_before_in",
-        "whitespace_after_in",
-        "iter",
-        "ifs",
-        "inner_for_in",
-    ),
+    "CompFor": ("whitespace_before", *_FOR_CLAUSE, "ifs", "inner_for_in"),
     "CompIf": ("whitespace_before", "whitespace_before_test", "test"),
     "Comparison": ("lpar", "left", "comparisons", "rpar"),
     "ConcatenatedString": ("lpar", "left", "whitespace_between", "right", "rpar"),
@@ -92,18 +95,7 @@ _VISIT_ORDER: dict[str, tuple[str, ...]] = {
         "body",
     ),
     "Finally": ("leading_lines", "whitespace_before_colon", "body"),
-    "For": (
-        "leading_lines",
-        "asynchronous",
-        "whitespace_after_for",
-        "target",
-        "whitespace_before_in",
-        "whitespace_after_in",
-        "iter",
-        "whitespace_before_colon",
-        "body",
-        "orelse",
-    ),
+    "For": ("leading_lines", *_FOR_CLAUSE, "whitespace_before_colon", "body", "orelse"),
     "FormattedString": ("lpar", "parts", "rpar"),
     "FormattedStringExpression": (
         "whitespace_before_expression",
@@ -150,34 +142,14 @@ _VISIT_ORDER: dict[str, tuple[str, ...]] = {
         "orelse",
         "rpar",
     ),
-    "Import": ("whitespace_after_import", "names", "semicolon"),
-    "ImportFrom": (
-        "whitespace_after_from",
-        "relative",
-        "module",
-        "whitespace_before_import",
-        "whitespace_after_import",
-        "lpar",
-        "names",
-        "rpar",
-        "semicolon",
-    ),
+    "Import": _IMPORT,
+    "ImportFrom": _IMPORT_FROM,
     "IndentedBlock": ("header", "body", "footer"),
     "Index": ("whitespace_after_star", "value"),
     "Lambda": ("lpar", "whitespace_after_lambda", "params", "colon", "body", "rpar"),
-    "LazyImport": ("whitespace_after_lazy", "whitespace_after_import", "names", "semicolon"),
-    "LazyImportFrom": (
-        "whitespace_after_lazy",
-        "whitespace_after_from",
-        "relative",
-        "module",
-        "whitespace_before_import",
-        "whitespace_after_import",
-        "lpar",
-        "names",
-        "rpar",
-        "semicolon",
-    ),
+    # PEP 810 `lazy` imports (libcst 1.9): the plain import's order after the `lazy` keyword.
+    "LazyImport": ("whitespace_after_lazy", *_IMPORT),
+    "LazyImportFrom": ("whitespace_after_lazy", *_IMPORT_FROM),
     "List": ("lpar", "lbracket", "elements", "rbracket", "rpar"),
     "ListComp": ("lpar", "lbracket", "elt", "for_in", "rbracket", "rpar"),
     "Match": (

@@ -129,292 +129,384 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
 
     VALID = (
         # A probe for native AMP, not a use (poolformer, old timm).
-        (
-            "import torch\nhas_native_amp = False\ntry:\n"
-            "    if getattr(torch.cuda.amp, 'autocast') is not None:\n        has_native_amp = True\n"
-            "except AttributeError:\n    pass\n"
-        ),
-        "import torch\nwith torch.amp.autocast('cuda'):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",
-        "import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    pass\n",
+        """
+        import torch
+        has_native_amp = False
+        try:
+            if getattr(torch.cuda.amp, 'autocast') is not None:
+                has_native_amp = True
+        except AttributeError:
+            pass
+        """,
+        """
+        import torch
+        with torch.amp.autocast('cuda'):
+            pass
+        scaler = torch.amp.GradScaler('cuda')
+        """,
+        """
+        import torch
+        with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+            pass
+        """,
         "from torch.cuda import amp\n",
         "import torch.cuda.amp as amp\n",
-        "import torch\ntorch.cuda.amp.autocast = None\n",
-        "import torch\nok = torch.cuda.amp.common.amp_definitely_not_available()\n",
-        (
-            "try:\n    from torch.amp import custom_fwd\n"
-            "except ImportError:\n    from torch.cuda.amp import custom_fwd\n\n"
-            "@custom_fwd\ndef f(x):\n    return x\n"
-        ),
-        (
-            "import torch\n"
-            "if hasattr(torch.amp, 'GradScaler'):\n    scaler = torch.amp.GradScaler('cuda')\n"
-            "else:\n    scaler = torch.cuda.amp.GradScaler()\n"
-        ),
+        """
+        import torch
+        torch.cuda.amp.autocast = None
+        """,
+        """
+        import torch
+        ok = torch.cuda.amp.common.amp_definitely_not_available()
+        """,
+        """
+        try:
+            from torch.amp import custom_fwd
+        except ImportError:
+            from torch.cuda.amp import custom_fwd
+
+        @custom_fwd
+        def f(x):
+            return x
+        """,
+        """
+        import torch
+        if hasattr(torch.amp, 'GradScaler'):
+            scaler = torch.amp.GradScaler('cuda')
+        else:
+            scaler = torch.cuda.amp.GradScaler()
+        """,
         # The top-level alias torch.GradScaler is the replacement too (RULES.md rev 4).
-        (
-            "import torch\n"
-            "if hasattr(torch, 'GradScaler'):\n    scaler = torch.GradScaler('cuda')\n"
-            "else:\n    scaler = torch.cuda.amp.GradScaler()\n"
-        ),
-        "import torch\n\ndef f(torch):\n    return torch.cuda.amp.autocast()\n",
-        "import torch\n\ndef f(autocast):\n    with autocast():\n        pass\n",
-        "import torch\ns = 'torch.cuda.amp.autocast()'  # torch.cuda.amp.GradScaler()\n",
-        "import torch\nx = torch.cuda.amp\n",
+        """
+        import torch
+        if hasattr(torch, 'GradScaler'):
+            scaler = torch.GradScaler('cuda')
+        else:
+            scaler = torch.cuda.amp.GradScaler()
+        """,
+        """
+        import torch
+
+        def f(torch):
+            return torch.cuda.amp.autocast()
+        """,
+        """
+        import torch
+
+        def f(autocast):
+            with autocast():
+                pass
+        """,
+        """
+        import torch
+        s = 'torch.cuda.amp.autocast()'  # torch.cuda.amp.GradScaler()
+        """,
+        """
+        import torch
+        x = torch.cuda.amp
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
-            fixed='import torch\nwith torch.amp.autocast("cuda", enabled=True):\n    pass\n',
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            """
+              import torch
+            - with torch.cuda.amp.autocast(True):
+            + with torch.amp.autocast("cuda", enabled=True):
+                  pass
+            """,
+            line=2, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
-            "import torch\nwith torch.cpu.amp.autocast(False, torch.bfloat16, True):\n    pass\n",
-            fixed=(
-                'import torch\nwith torch.amp.autocast("cpu", enabled=False, dtype=torch.bfloat16, '
-                "cache_enabled=True):\n    pass\n"
-            ),
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cpu", ...)`',
+            """
+              import torch
+            - with torch.cpu.amp.autocast(False, torch.bfloat16, True):
+            + with torch.amp.autocast("cpu", enabled=False, dtype=torch.bfloat16, cache_enabled=True):
+                  pass
+            """,
+            line=2, column=6, message='use `torch.amp.autocast("cpu", ...)`',
         ),
         Invalid(
-            "import torch\nwith torch.cuda.amp.autocast(dtype=torch.float16, enabled=use_amp):\n    pass\n",
-            fixed=(
-                'import torch\nwith torch.amp.autocast("cuda", dtype=torch.float16, enabled=use_amp):\n'
-                "    pass\n"
-            ),
-            line=2,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            """
+              import torch
+            - with torch.cuda.amp.autocast(dtype=torch.float16, enabled=use_amp):
+            + with torch.amp.autocast("cuda", dtype=torch.float16, enabled=use_amp):
+                  pass
+            """,
+            line=2, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
-            "import torch\nargs = (True,)\nwith torch.cuda.amp.autocast(*args):\n    pass\n",
+            """
+            import torch
+            args = (True,)
+            with torch.cuda.amp.autocast(*args):
+                pass
+            """,
             fixed=None,
-            line=3,
-            column=6,
-            message="`torch.cuda.amp.autocast(...)` is deprecated",
+            line=3, column=6, message="`torch.cuda.amp.autocast(...)` is deprecated",
         ),
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**10, enabled=True)\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=True)\n',
-            line=2,
-            column=10,
-            message='use `torch.amp.GradScaler("cuda", ...)`',
+            """
+              import torch
+            - scaler = torch.cuda.amp.GradScaler(2.0**10, enabled=True)
+            + scaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=True)
+            """,
+            line=2, column=10, message='use `torch.amp.GradScaler("cuda", ...)`',
         ),
         Invalid(
-            "import torch\nscaler = torch.cpu.amp.GradScaler()\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cpu")\n',
-            line=2,
-            column=10,
-            message='use `torch.amp.GradScaler("cpu", ...)`',
+            """
+              import torch
+            - scaler = torch.cpu.amp.GradScaler()
+            + scaler = torch.amp.GradScaler("cpu")
+            """,
+            line=2, column=10, message='use `torch.amp.GradScaler("cpu", ...)`',
         ),
         Invalid(
-            "import torch as th\nscaler = th.cuda.amp.GradScaler()\n",
-            fixed='import torch as th\nscaler = th.amp.GradScaler("cuda")\n',
-            line=2,
-            column=10,
-            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
+            """
+              import torch as th
+            - scaler = th.cuda.amp.GradScaler()
+            + scaler = th.amp.GradScaler("cuda")
+            """,
+            line=2, column=10, message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
-            "from torch.cuda.amp import autocast, GradScaler\n\n"
-            "scaler = GradScaler()\nwith autocast():\n    pass\n",
-            fixed=(
-                "import torch\n\n"
-                'scaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda"):\n    pass\n'
-            ),
+            """
+            - from torch.cuda.amp import autocast, GradScaler
+            + import torch
+
+            - scaler = GradScaler()
+            - with autocast():
+            + scaler = torch.amp.GradScaler("cuda")
+            + with torch.amp.autocast("cuda"):
+                  pass
+            """,
             count=3,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` are deprecated",
+            line=1, column=1, message="`torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` are deprecated",
         ),
         Invalid(
-            "import os\nfrom torch.cuda.amp import autocast as ac\n\nwith ac(enabled=False):\n    pass\n",
-            fixed='import os\nimport torch\n\nwith torch.amp.autocast("cuda", enabled=False):\n    pass\n',
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            """
+              import os
+            - from torch.cuda.amp import autocast as ac
+            + import torch
+
+            - with ac(enabled=False):
+            + with torch.amp.autocast("cuda", enabled=False):
+                  pass
+            """,
+            line=2, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
-            "import torch.cuda.amp as amp\n\nwith amp.autocast():\n    pass\n",
-            fixed='import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n',
-            line=3,
-            column=6,
-            message='use `torch.amp.autocast("cuda", ...)`',
+            """
+            - import torch.cuda.amp as amp
+            + import torch
+
+            - with amp.autocast():
+            + with torch.amp.autocast("cuda"):
+                  pass
+            """,
+            line=3, column=6, message='use `torch.amp.autocast("cuda", ...)`',
         ),
         Invalid(
-            "import torch\nfrom torch.cuda import amp\n\nscaler = amp.GradScaler(enabled=True)\n",
-            fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda", enabled=True)\n',
-            line=4,
-            column=10,
-            message="`torch.cuda.amp.GradScaler(...)` is deprecated",
+            """
+              import torch
+            - from torch.cuda import amp
+
+            - scaler = amp.GradScaler(enabled=True)
+            + scaler = torch.amp.GradScaler("cuda", enabled=True)
+            """,
+            line=4, column=10, message="`torch.cuda.amp.GradScaler(...)` is deprecated",
         ),
         Invalid(
-            "import torch\nfrom torch.cuda.amp import custom_fwd, custom_bwd\n\n"
-            "class F(torch.autograd.Function):\n"
-            "    @staticmethod\n    @custom_fwd\n    def forward(ctx, x):\n        return x\n\n"
-            "    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n",
-            fixed=(
-                "import torch\n\n"
-                "class F(torch.autograd.Function):\n"
-                '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'
-                "    def forward(ctx, x):\n        return x\n\n"
-                '    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
-                "    def backward(ctx, g):\n        return g\n"
-            ),
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.custom_fwd`, `torch.cuda.amp.custom_bwd` are deprecated",
+            """
+              import torch
+            - from torch.cuda.amp import custom_fwd, custom_bwd
+
+              class F(torch.autograd.Function):
+                  @staticmethod
+            -     @custom_fwd
+            +     @torch.amp.custom_fwd(device_type="cuda")
+                  def forward(ctx, x):
+                      return x
+
+                  @staticmethod
+            -     @custom_bwd
+            +     @torch.amp.custom_bwd(device_type="cuda")
+                  def backward(ctx, g):
+                      return g
+            """,
+            line=2, column=1, message="`torch.cuda.amp.custom_fwd`, `torch.cuda.amp.custom_bwd` are deprecated",
         ),
         Invalid(
-            "import torch\n\n@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n    return x\n",
-            fixed=(
-                "import torch\n\n"
-                '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
-                "def f(x):\n    return x\n"
-            ),
-            line=3,
-            column=2,
-            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
+            """
+              import torch
+
+            - @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+            + @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+              def f(x):
+                  return x
+            """,
+            line=3, column=2, message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
-            "import torch\n\ndef f(x):\n    return x\n\ng = torch.cuda.amp.custom_fwd(f)\n",
-            fixed=(
-                "import torch\n\ndef f(x):\n    return x\n\n"
-                'g = torch.amp.custom_fwd(f, device_type="cuda")\n'
-            ),
-            line=6,
-            column=5,
-            message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
+            """
+              import torch
+
+              def f(x):
+                  return x
+
+            - g = torch.cuda.amp.custom_fwd(f)
+            + g = torch.amp.custom_fwd(f, device_type="cuda")
+            """,
+            line=6, column=5, message='use `torch.amp.custom_fwd(device_type="cuda", ...)`',
         ),
         Invalid(
-            "import contextlib\nimport torch\n\n"
-            "ctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
-            fixed=(
-                "import contextlib\nimport functools\nimport torch\n\n"
-                'ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext\n'
-            ),
-            line=4,
-            column=7,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            """
+              import contextlib
+            + import functools
+              import torch
+
+            - ctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext
+            + ctx = functools.partial(torch.amp.autocast, "cuda") if use_amp else contextlib.nullcontext
+            """,
+            line=4, column=7, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
-            "import functools\nimport torch\n\n"
-            "ctx = functools.partial(torch.cuda.amp.autocast, True, dtype=torch.bfloat16)\n",
-            fixed=(
-                "import functools\nimport torch\n\n"
-                'ctx = functools.partial(torch.amp.autocast, "cuda", enabled=True, dtype=torch.bfloat16)\n'
-            ),
-            line=4,
-            column=25,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            """
+              import functools
+              import torch
+
+            - ctx = functools.partial(torch.cuda.amp.autocast, True, dtype=torch.bfloat16)
+            + ctx = functools.partial(torch.amp.autocast, "cuda", enabled=True, dtype=torch.bfloat16)
+            """,
+            line=4, column=25, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
-            "import torch\n\ndef save(s: torch.cuda.amp.GradScaler) -> None:\n"
-            "    assert isinstance(s, (torch.cuda.amp.GradScaler, int))\n",
-            fixed=(
-                "import torch\n\ndef save(s: torch.amp.GradScaler) -> None:\n"
-                "    assert isinstance(s, (torch.amp.GradScaler, int))\n"
-            ),
+            """
+              import torch
+
+            - def save(s: torch.cuda.amp.GradScaler) -> None:
+            -     assert isinstance(s, (torch.cuda.amp.GradScaler, int))
+            + def save(s: torch.amp.GradScaler) -> None:
+            +     assert isinstance(s, (torch.amp.GradScaler, int))
+            """,
             count=2,
-            line=3,
-            column=13,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
+            line=3, column=13, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
         Invalid(
-            "import torch\nfactory = torch.cuda.amp.autocast\nwith factory(True):\n    pass\n",
+            """
+            import torch
+            factory = torch.cuda.amp.autocast
+            with factory(True):
+                pass
+            """,
             fixed=None,
-            line=2,
-            column=11,
-            message="called with positional arguments",
+            line=2, column=11, message="called with positional arguments",
         ),
         Invalid(
-            "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
-            "    def test(self):\n        self.assertIsInstance(make(), torch.cuda.amp.GradScaler)\n",
-            fixed=(
-                "import unittest\nimport torch\n\nclass T(unittest.TestCase):\n"
-                "    def test(self):\n        self.assertIsInstance(make(), torch.amp.GradScaler)\n"
-            ),
-            line=6,
-            column=39,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
+            """
+              import unittest
+              import torch
+
+              class T(unittest.TestCase):
+                  def test(self):
+            -         self.assertIsInstance(make(), torch.cuda.amp.GradScaler)
+            +         self.assertIsInstance(make(), torch.amp.GradScaler)
+            """,
+            line=6, column=39, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler`",
         ),
         Invalid(
-            "import torch\nSCALERS = (torch.cuda.amp.GradScaler, MyScaler)\n",
+            """
+            import torch
+            SCALERS = (torch.cuda.amp.GradScaler, MyScaler)
+            """,
             fixed=None,
-            line=2,
-            column=12,
-            message="inside a collection: migrate by hand",
+            line=2, column=12, message="inside a collection: migrate by hand",
         ),
         # Compared as an object (torch's _dynamo): a partial would make the test False.
         Invalid(
-            "import torch\n\ndef is_amp(func):\n    return func is torch.cuda.amp.autocast\n",
+            """
+            import torch
+
+            def is_amp(func):
+                return func is torch.cuda.amp.autocast
+            """,
             fixed=None,
-            line=4,
-            column=20,
-            message="compared as an object: migrate by hand",
+            line=4, column=20, message="compared as an object: migrate by hand",
         ),
         # A registry argument: the partial is offered, but as an unsafe fix (RT-DETR).
         Invalid(
-            "import torch.cuda.amp as amp\n\nGradScaler = register()(amp.grad_scaler.GradScaler)\n",
-            fixed='import functools\nimport torch\n\nGradScaler = register()(functools.partial(torch.amp.GradScaler, "cuda"))\n',
+            """
+            - import torch.cuda.amp as amp
+            + import functools
+            + import torch
+
+            - GradScaler = register()(amp.grad_scaler.GradScaler)
+            + GradScaler = register()(functools.partial(torch.amp.GradScaler, "cuda"))
+            """,
             unsafe=True,
-            line=3,
-            column=25,
-            message="`torch.cuda.amp.grad_scaler.GradScaler` is deprecated",
+            line=3, column=25, message="`torch.cuda.amp.grad_scaler.GradScaler` is deprecated",
         ),
         Invalid(
-            "import torch\n\nclass MyScaler(torch.cuda.amp.GradScaler):\n    pass\n",
+            """
+            import torch
+
+            class MyScaler(torch.cuda.amp.GradScaler):
+                pass
+            """,
             fixed=None,
-            line=3,
-            column=16,
-            message="subclassing it: migrate the base class by hand",
+            line=3, column=16, message="subclassing it: migrate the base class by hand",
         ),
         Invalid(
-            "import torch\nf = torch.cuda.amp.autocast_mode._cast\n",
+            """
+            import torch
+            f = torch.cuda.amp.autocast_mode._cast
+            """,
             fixed=None,
-            line=2,
-            column=5,
-            message="`torch.cuda.amp.autocast_mode._cast` belongs to the deprecated `torch.cuda.amp` namespace",
+            line=2, column=5, message="`torch.cuda.amp.autocast_mode._cast` belongs to the deprecated `torch.cuda.amp` namespace",
         ),
         Invalid(
-            "import torch\nac = getattr(torch.cuda.amp, 'autocast')\n",
+            """
+            import torch
+            ac = getattr(torch.cuda.amp, 'autocast')
+            """,
             fixed=None,
-            line=2,
-            column=6,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
+            line=2, column=6, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast`",
         ),
         Invalid(
             # A use silenced with noqa keeps the import it needs.
-            "from torch.cuda.amp import autocast\n\n"
-            "with autocast():  # noqa: AMP001\n    pass\nwith autocast(True):\n    pass\n",
-            fixed=(
-                "import torch\nfrom torch.cuda.amp import autocast\n\n"
-                "with autocast():  # noqa: AMP001\n    pass\n"
-                'with torch.amp.autocast("cuda", enabled=True):\n    pass\n'
-            ),
+            """
+            + import torch
+              from torch.cuda.amp import autocast
+
+              with autocast():  # noqa: AMP001
+                  pass
+            - with autocast(True):
+            + with torch.amp.autocast("cuda", enabled=True):
+                  pass
+            """,
             count=2,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            line=1, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
             # Shadowed by a parameter: only the (now unused) import is deprecated, and it goes.
-            "from torch.cuda.amp import autocast\n\ndef f(autocast):\n    with autocast():\n        pass\n",
-            fixed="\ndef f(autocast):\n    with autocast():\n        pass\n",
+            """
+            - from torch.cuda.amp import autocast
+
+              def f(autocast):
+                  with autocast():
+                      pass
+            """,
             count=1,
-            line=1,
-            column=1,
-            message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
+            line=1, column=1, message="`torch.cuda.amp.autocast` is deprecated; use `torch.amp`",
         ),
         Invalid(
-            "torch = 'not the module'\nfrom torch.cuda.amp import GradScaler\ns = GradScaler()\n",
+            """
+            torch = 'not the module'
+            from torch.cuda.amp import GradScaler
+            s = GradScaler()
+            """,
             fixed=None,
             count=2,
-            line=2,
-            column=1,
-            message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp`",
+            line=2, column=1, message="`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp`",
         ),
     )
 

@@ -57,81 +57,105 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
     triggers = frozenset(old.removeprefix("torch.") for old in DEPRECATED_STATE_FUNCTIONS)
 
     VALID = (
-        "import torch\nenabled = torch.is_autocast_enabled()\n",
-        "import torch\ntorch.set_autocast_enabled(True)\ncache = torch.is_autocast_cache_enabled()\n",
-        "import torch\ndtype = torch.get_autocast_dtype('cuda')\n",
-        "import torch\ntorch.get_autocast_gpu_dtype = lambda: torch.float16\n",
+        """
+        import torch
+        enabled = torch.is_autocast_enabled()
+        """,
+        """
+        import torch
+        torch.set_autocast_enabled(True)
+        cache = torch.is_autocast_cache_enabled()
+        """,
+        """
+        import torch
+        dtype = torch.get_autocast_dtype('cuda')
+        """,
+        """
+        import torch
+        torch.get_autocast_gpu_dtype = lambda: torch.float16
+        """,
         # A project function with the same name is not torch's.
-        "def get_autocast_gpu_dtype():\n    return None\n\nget_autocast_gpu_dtype()\n",
-        (
-            "import torch\n"
-            "if hasattr(torch, 'get_autocast_dtype'):\n"
-            "    dtype = torch.get_autocast_dtype('cuda')\n"
-            "else:\n"
-            "    dtype = torch.get_autocast_gpu_dtype()\n"
-        ),
-        (
-            "import torch\n"
-            "try:\n"
-            "    dtype = torch.get_autocast_dtype('cpu')\n"
-            "except AttributeError:\n"
-            "    dtype = torch.get_autocast_cpu_dtype()\n"
-        ),
-        "import torch\n# torch.get_autocast_gpu_dtype() in a comment\ns = 'torch.get_autocast_gpu_dtype()'\n",
+        """
+        def get_autocast_gpu_dtype():
+            return None
+
+        get_autocast_gpu_dtype()
+        """,
+        """
+        import torch
+        if hasattr(torch, 'get_autocast_dtype'):
+            dtype = torch.get_autocast_dtype('cuda')
+        else:
+            dtype = torch.get_autocast_gpu_dtype()
+        """,
+        """
+        import torch
+        try:
+            dtype = torch.get_autocast_dtype('cpu')
+        except AttributeError:
+            dtype = torch.get_autocast_cpu_dtype()
+        """,
+        """
+        import torch
+        # torch.get_autocast_gpu_dtype() in a comment
+        s = 'torch.get_autocast_gpu_dtype()'
+        """,
     )
     INVALID = (
         # OLMo's model.py: branches chosen by device are not compatibility fallbacks.
         Invalid(
-            (
-                "import torch\nif t.device.type == 'cuda':\n    dt = torch.get_autocast_gpu_dtype()\n"
-                "elif t.device.type == 'mps':\n    dt = torch.get_autocast_dtype('mps')\n"
-            ),
-            fixed=(
-                "import torch\nif t.device.type == 'cuda':\n    dt = torch.get_autocast_dtype(\"cuda\")\n"
-                "elif t.device.type == 'mps':\n    dt = torch.get_autocast_dtype('mps')\n"
-            ),
-            line=3,
-            column=10,
-            message="use `torch.get_autocast_dtype(\"cuda\")`",
+            """
+              import torch
+              if t.device.type == 'cuda':
+            -     dt = torch.get_autocast_gpu_dtype()
+            +     dt = torch.get_autocast_dtype("cuda")
+              elif t.device.type == 'mps':
+                  dt = torch.get_autocast_dtype('mps')
+            """,
+            line=3, column=10, message="use `torch.get_autocast_dtype(\"cuda\")`",
         ),
         Invalid(
-            "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
-            fixed='import torch\ndtype = torch.get_autocast_dtype("cuda")\n',
-            line=2,
-            column=9,
-            message='use `torch.get_autocast_dtype("cuda")`',
+            """
+              import torch
+            - dtype = torch.get_autocast_gpu_dtype()
+            + dtype = torch.get_autocast_dtype("cuda")
+            """,
+            line=2, column=9, message='use `torch.get_autocast_dtype("cuda")`',
         ),
         Invalid(
-            "import torch as th\nth.set_autocast_cpu_dtype(th.bfloat16)\n",
-            fixed='import torch as th\nth.set_autocast_dtype("cpu", th.bfloat16)\n',
-            line=2,
-            column=1,
-            message='use `torch.set_autocast_dtype("cpu", ...)`',
+            """
+              import torch as th
+            - th.set_autocast_cpu_dtype(th.bfloat16)
+            + th.set_autocast_dtype("cpu", th.bfloat16)
+            """,
+            line=2, column=1, message='use `torch.set_autocast_dtype("cpu", ...)`',
         ),
         Invalid(
-            "import torch\nif torch.is_autocast_cpu_enabled():\n    torch.set_autocast_cpu_enabled(False)\n",
-            fixed=(
-                'import torch\nif torch.is_autocast_enabled("cpu"):\n'
-                '    torch.set_autocast_enabled("cpu", False)\n'
-            ),
+            """
+              import torch
+            - if torch.is_autocast_cpu_enabled():
+            -     torch.set_autocast_cpu_enabled(False)
+            + if torch.is_autocast_enabled("cpu"):
+            +     torch.set_autocast_enabled("cpu", False)
+            """,
             count=2,
-            line=2,
-            column=4,
-            message='use `torch.is_autocast_enabled("cpu")`',
+            line=2, column=4, message='use `torch.is_autocast_enabled("cpu")`',
         ),
         Invalid(
-            "from torch import get_autocast_xla_dtype\nd = get_autocast_xla_dtype()\n",
+            """
+            from torch import get_autocast_xla_dtype
+            d = get_autocast_xla_dtype()
+            """,
             count=1,  # the function was imported by name: no fix can keep that import meaningful
-            line=2,
-            column=5,
-            message='use `torch.get_autocast_dtype("xla")`',
+            line=2, column=5, message='use `torch.get_autocast_dtype("xla")`',
         ),
         Invalid(
-            "import torch\ntorch.set_autocast_gpu_dtype(dtype=torch.float16)\n",
-            fixed='import torch\ntorch.set_autocast_dtype("cuda", dtype=torch.float16)\n',
-            line=2,
-            column=1,
-            message='use `torch.set_autocast_dtype("cuda", ...)`',
+            """
+              import torch
+            - torch.set_autocast_gpu_dtype(dtype=torch.float16)
+            + torch.set_autocast_dtype("cuda", dtype=torch.float16)
+            """,
+            line=2, column=1, message='use `torch.set_autocast_dtype("cuda", ...)`',
         ),
     )
 

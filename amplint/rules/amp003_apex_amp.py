@@ -126,83 +126,104 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     requires = (frozenset({"amp"}),)
 
     VALID = (
-        "import apex as amp\nmodel = amp.initialize(model)\n",
-        "from apex.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n",
-        "from mylib import amp\nmodel, opt = amp.initialize(model, opt)\n",
-        "from torch.cuda import amp\nscaler = amp.GradScaler()\n",
-        "import deepspeed\nengine = deepspeed.initialize(model=model)\n",
-        "# from apex import amp\ns = 'amp.initialize(model, optimizer)'\n",
+        """
+        import apex as amp
+        model = amp.initialize(model)
+        """,
+        """
+        from apex.parallel import DistributedDataParallel as DDP
+        model = DDP(model)
+        """,
+        """
+        from mylib import amp
+        model, opt = amp.initialize(model, opt)
+        """,
+        """
+        from torch.cuda import amp
+        scaler = amp.GradScaler()
+        """,
+        """
+        import deepspeed
+        engine = deepspeed.initialize(model=model)
+        """,
+        """
+        # from apex import amp
+        s = 'amp.initialize(model, optimizer)'
+        """,
     )
     INVALID = (
         # Canonical: fixed.
         Invalid(
-            (
-                "import torch\nfrom apex import amp\n\n\ndef train(model, optimizer, loader):\n"
-                "    model, optimizer = amp.initialize(model, optimizer, opt_level='O1')\n"
-                "    for x, y in loader:\n"
-                "        optimizer.zero_grad()\n"
-                "        x = x.cuda()\n"
-                "        out = model(x)\n"
-                "        # the loss\n"
-                "        loss = torch.nn.functional.cross_entropy(out, y)\n"
-                "        with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
-                "            scaled_loss.backward()\n"
-                "        optimizer.step()  # update\n"
-            ),
-            fixed=(
-                "import torch\n\n\ndef train(model, optimizer, loader):\n"
-                "    scaler = torch.amp.GradScaler(\"cuda\")\n"
-                "    for x, y in loader:\n"
-                "        optimizer.zero_grad()\n"
-                "        with torch.amp.autocast(\"cuda\"):\n"
-                "            x = x.cuda()\n"
-                "            out = model(x)\n"
-                "            # the loss\n"
-                "            loss = torch.nn.functional.cross_entropy(out, y)\n"
-                "        scaler.scale(loss).backward()\n"
-                "        scaler.step(optimizer)  # update\n"
-                "        scaler.update()\n"
-            ),
+            """
+              import torch
+            - from apex import amp
+
+
+              def train(model, optimizer, loader):
+            -     model, optimizer = amp.initialize(model, optimizer, opt_level='O1')
+            +     scaler = torch.amp.GradScaler("cuda")
+                  for x, y in loader:
+                      optimizer.zero_grad()
+            -         x = x.cuda()
+            -         out = model(x)
+            -         # the loss
+            -         loss = torch.nn.functional.cross_entropy(out, y)
+            -         with amp.scale_loss(loss, optimizer) as scaled_loss:
+            -             scaled_loss.backward()
+            -         optimizer.step()  # update
+            +         with torch.amp.autocast("cuda"):
+            +             x = x.cuda()
+            +             out = model(x)
+            +             # the loss
+            +             loss = torch.nn.functional.cross_entropy(out, y)
+            +         scaler.scale(loss).backward()
+            +         scaler.step(optimizer)  # update
+            +         scaler.update()
+            """,
             unsafe=True,
             count=3,
-            line=2,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=2, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         # Other apex.amp uses: flagged, no fix.
         Invalid(
-            (
-                "import apex.amp as amp\n"
-                "model, opt = amp.initialize(model, opt, opt_level='O2')\n"
-                "torch.nn.utils.clip_grad_norm_(amp.master_params(opt), 1.0)\n"
-                "torch.save({'amp': amp.state_dict()}, 'ckpt.pt')\n"
-            ),
+            """
+            import apex.amp as amp
+            model, opt = amp.initialize(model, opt, opt_level='O2')
+            torch.nn.utils.clip_grad_norm_(amp.master_params(opt), 1.0)
+            torch.save({'amp': amp.state_dict()}, 'ckpt.pt')
+            """,
             fixed=None,
             count=4,
-            line=1,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=1, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         Invalid(
-            "from apex.amp import scale_loss\nwith scale_loss(loss, opt) as s:\n    s.backward()\n",
+            """
+            from apex.amp import scale_loss
+            with scale_loss(loss, opt) as s:
+                s.backward()
+            """,
             count=2,
-            line=1,
-            column=1,
-            message="`apex.amp` no longer exists in current apex; use native AMP",
+            line=1, column=1, message="`apex.amp` no longer exists in current apex; use native AMP",
         ),
         Invalid(
-            "import apex\nmodel, opt = apex.amp.initialize(model, opt)\n",
+            """
+            import apex
+            model, opt = apex.amp.initialize(model, opt)
+            """,
             count=1,
-            line=2,
-            column=14,
-            message="`apex.amp.initialize` no longer exists in current apex",
+            line=2, column=14, message="`apex.amp.initialize` no longer exists in current apex",
         ),
         Invalid(
-            "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\nif amp:\n    model = amp.initialize(model)\n",
+            """
+            try:
+                from apex import amp
+            except ImportError:
+                amp = None
+            if amp:
+                model = amp.initialize(model)
+            """,
             count=1,
-            line=2,
-            column=5,
-            message="`apex.amp` no longer exists in current apex",
+            line=2, column=5, message="`apex.amp` no longer exists in current apex",
         ),
     )
 

@@ -126,133 +126,246 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
 
     VALID = (
         "model = model.half()\n",  # no training in this file
-        "import torch\nx = x.half().float()\nloss.backward()\n",
-        "import torch\nwith torch.no_grad():\n    y = model(x.half())\nloss.backward()\n",
-        "import torch\n\ndef evaluate(m, x):\n    return m(x.half())\n\nloss.backward()\n",
-        "import torch\nvae.requires_grad_(False)\nvae.to(device, dtype=torch.float16)\nlatents = vae.encode(x.half())\nloss.backward()\n",
-        "import torch\ntorch.save(model.half().state_dict(), 'm.pt')\nsd = model.state_dict()\nsd = {k: v.half() for k, v in sd.items()}\nloss.backward()\n",
-        "import torch\nx = x.to(weight_dtype)\nloss.backward()\n",
-        "import torch\nx = x.to(device)\nloss.backward()\n",
-        (
-            "import torch\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return self.proj(x.to(torch.bfloat16))\n\nloss.backward()\n"
-        ),
-        "import torch\nwith torch.autocast('cuda', enabled=False):\n    y = m(x.half())\nloss.backward()\n",
-        "import torch\nif args.fp16:\n    model.half()\nloss.backward()\n",
-        "import torch\npipeline.unet = pipeline.unet.to(torch.float16)\nloss.backward()\n",
-        "import torch\nresults = validate.run(model=attempt_load(w).half())\nloss.backward()\n",
-        "import torch\n\ndef log_validation(pipe, x):\n    return model(x.half())\n\nloss.backward()\n",
-        "import deepspeed\nmodel = model.half()\nloss.backward()\n",
+        """
+        import torch
+        x = x.half().float()
+        loss.backward()
+        """,
+        """
+        import torch
+        with torch.no_grad():
+            y = model(x.half())
+        loss.backward()
+        """,
+        """
+        import torch
+
+        def evaluate(m, x):
+            return m(x.half())
+
+        loss.backward()
+        """,
+        """
+        import torch
+        vae.requires_grad_(False)
+        vae.to(device, dtype=torch.float16)
+        latents = vae.encode(x.half())
+        loss.backward()
+        """,
+        """
+        import torch
+        torch.save(model.half().state_dict(), 'm.pt')
+        sd = model.state_dict()
+        sd = {k: v.half() for k, v in sd.items()}
+        loss.backward()
+        """,
+        """
+        import torch
+        x = x.to(weight_dtype)
+        loss.backward()
+        """,
+        """
+        import torch
+        x = x.to(device)
+        loss.backward()
+        """,
+        """
+        import torch
+
+        class Block(torch.nn.Module):
+            def forward(self, x):
+                return self.proj(x.to(torch.bfloat16))
+
+        loss.backward()
+        """,
+        """
+        import torch
+        with torch.autocast('cuda', enabled=False):
+            y = m(x.half())
+        loss.backward()
+        """,
+        """
+        import torch
+        if args.fp16:
+            model.half()
+        loss.backward()
+        """,
+        """
+        import torch
+        pipeline.unet = pipeline.unet.to(torch.float16)
+        loss.backward()
+        """,
+        """
+        import torch
+        results = validate.run(model=attempt_load(w).half())
+        loss.backward()
+        """,
+        """
+        import torch
+
+        def log_validation(pipe, x):
+            return model(x.half())
+
+        loss.backward()
+        """,
+        """
+        import deepspeed
+        model = model.half()
+        loss.backward()
+        """,
         # guided-diffusion's fp16_util: a conversion helper beside fp32 master params.
-        "def convert_module_to_f16(l):\n    l.weight.data = l.weight.data.half()\n\nloss.backward()\n",
-        "master_params = [p.detach().float() for p in params]\nmodel.half()\nloss.backward()\n",
+        """
+        def convert_module_to_f16(l):
+            l.weight.data = l.weight.data.half()
+
+        loss.backward()
+        """,
+        """
+        master_params = [p.detach().float() for p in params]
+        model.half()
+        loss.backward()
+        """,
         # Not a model or its inputs: optimizer arithmetic on gradients (Muon's Newton-Schulz).
-        (
-            "import torch\n\ndef zeropower(G, steps=5):\n    X = G.bfloat16()\n    X /= X.norm()\n    return X\n\n"
-            "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\nloss.backward()\n"
-        ),
+        """
+        import torch
+
+        def zeropower(G, steps=5):
+            X = G.bfloat16()
+            X /= X.norm()
+            return X
+
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            loss = model(x)
+        loss.backward()
+        """,
         # Pure bfloat16 storage without autocast: a design, not a mistake (NanoGPT speedrun).
-        (
-            "import torch\nmodel = GPT().cuda().bfloat16()\nfor m in model.modules():\n"
-            "    m.weight.data = m.weight.data.bfloat16()\nloss = model(x)\nloss.backward()\n"
-        ),
+        """
+        import torch
+        model = GPT().cuda().bfloat16()
+        for m in model.modules():
+            m.weight.data = m.weight.data.bfloat16()
+        loss = model(x)
+        loss.backward()
+        """,
         # A custom op's fake kernel.
-        (
-            "import torch\n\n@torch.library.register_fake('mylib::mm')\ndef _(x, w):\n    return x.half() @ w.half()\n\n"
-            "loss.backward()\n"
-        ),
+        """
+        import torch
+
+        @torch.library.register_fake('mylib::mm')
+        def _(x, w):
+            return x.half() @ w.half()
+
+        loss.backward()
+        """,
         # Test modules cast reference tensors on purpose.
-        (
-            "import torch\n\nclass TestAmp(unittest.TestCase):\n    def test_half(self):\n"
-            "        model = Net().half()\n        model(x).sum().backward()\n"
-        ),
+        """
+        import torch
+
+        class TestAmp(unittest.TestCase):
+            def test_half(self):
+                model = Net().half()
+                model(x).sum().backward()
+        """,
         # peft's examples/int8_training: an 8-bit base model takes float16 inputs.
-        (
-            "import torch\nfrom transformers import BitsAndBytesConfig\n"
-            "model = load(quantization_config=BitsAndBytesConfig(load_in_8bit=True))\n"
-            "pixel_values = batch.pop('pixel_values').to(device, torch.float16)\nloss.backward()\n"
-        ),
+        """
+        import torch
+        from transformers import BitsAndBytesConfig
+        model = load(quantization_config=BitsAndBytesConfig(load_in_8bit=True))
+        pixel_values = batch.pop('pixel_values').to(device, torch.float16)
+        loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch\nmodel = Net().cuda().half()\nloss = model(x.half()).sum()\nloss.backward()\n",
-            fixed="import torch\nmodel = Net().cuda()\nloss = model(x).sum()\nloss.backward()\n",
+            """
+              import torch
+            - model = Net().cuda().half()
+            - loss = model(x.half()).sum()
+            + model = Net().cuda()
+            + loss = model(x).sum()
+              loss.backward()
+            """,
             unsafe=True,
             count=2,
-            line=2,
-            column=9,
-            message="cast of the model to low precision",
+            line=2, column=9, message="cast of the model to low precision",
         ),
         Invalid(
-            (
-                "import torch\nmodel.half()\nfor x, y in loader:\n    x = x.to(device, torch.float16)\n"
-                "    loss = model(x, y=y.to(dtype=torch.float16, non_blocking=True)).sum()\n    loss.backward()\n"
-            ),
-            fixed=(
-                "import torch\nfor x, y in loader:\n    x = x.to(device)\n"
-                "    loss = model(x, y=y.to(non_blocking=True)).sum()\n    loss.backward()\n"
-            ),
+            """
+              import torch
+            - model.half()
+              for x, y in loader:
+            -     x = x.to(device, torch.float16)
+            -     loss = model(x, y=y.to(dtype=torch.float16, non_blocking=True)).sum()
+            +     x = x.to(device)
+            +     loss = model(x, y=y.to(non_blocking=True)).sum()
+                  loss.backward()
+            """,
             unsafe=True,
             count=3,
-            line=2,
-            column=1,
-            message="run the forward pass and the loss under `torch.autocast(...)`",
+            line=2, column=1, message="run the forward pass and the loss under `torch.autocast(...)`",
         ),
         # No `x = x` left behind; `.type(...)` and a dtype bound to a name.
         Invalid(
-            (
-                "import torch\ndt = torch.float16\nx = x.to(dt)\ninputs = inputs.type(torch.cuda.HalfTensor)\n"
-                "out = net(x, inputs)\noptimizer.step()\n"
-            ),
-            fixed="import torch\ndt = torch.float16\nout = net(x, inputs)\noptimizer.step()\n",
+            """
+              import torch
+              dt = torch.float16
+            - x = x.to(dt)
+            - inputs = inputs.type(torch.cuda.HalfTensor)
+              out = net(x, inputs)
+              optimizer.step()
+            """,
             unsafe=True,
             count=2,
-            line=3,
-            column=5,
-            message="cast of the model's inputs",
+            line=3, column=5, message="cast of the model's inputs",
         ),
         # Only the cast goes: the statement still moves the model (issue 13).
         Invalid(
-            "import torch\nunet.to('cuda').to(torch.float16)\nloss.backward()\n",
-            fixed="import torch\nunet.to('cuda')\nloss.backward()\n",
+            """
+              import torch
+            - unet.to('cuda').to(torch.float16)
+            + unet.to('cuda')
+              loss.backward()
+            """,
             unsafe=True,
-            line=2,
-            column=1,
-            message="cast of the model",
+            line=2, column=1, message="cast of the model",
         ),
         # A method chain keeps its layout.
         Invalid(
-            "import torch\nmodel = (Net()\n         .half()\n         .cuda())\nloss.backward()\n",
-            fixed="import torch\nmodel = (Net()\n         .cuda())\nloss.backward()\n",
+            """
+              import torch
+              model = (Net()
+            -          .half()
+                       .cuda())
+              loss.backward()
+            """,
             unsafe=True,
-            line=2,
-            column=10,
-            message="cast of the model",
+            line=2, column=10, message="cast of the model",
         ),
         # A model and its inputs together, or not at all: the input cast has no fix here.
         Invalid(
-            "import torch\nnet.half()\nfor x in loader:\n    x = x.half(); out = net(x)\n    out.sum().backward()\n",
+            """
+            import torch
+            net.half()
+            for x in loader:
+                x = x.half(); out = net(x)
+                out.sum().backward()
+            """,
             fixed=None,
             unsafe=True,
             count=2,
-            line=2,
-            column=1,
-            message="cast of the model",
+            line=2, column=1, message="cast of the model",
         ),
         # bfloat16 beside autocast.
         Invalid(
-            (
-                "import torch\nmodel = model.to(torch.bfloat16)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n"
-                "    loss = model(x)\nloss.backward()\n"
-            ),
-            fixed=(
-                "import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n"
-                "    loss = model(x)\nloss.backward()\n"
-            ),
+            """
+              import torch
+            - model = model.to(torch.bfloat16)
+              with torch.autocast('cuda', dtype=torch.bfloat16):
+                  loss = model(x)
+              loss.backward()
+            """,
             unsafe=True,
-            line=2,
-            column=9,
-            message="cast of the model",
+            line=2, column=9, message="cast of the model",
         ),
     )
 

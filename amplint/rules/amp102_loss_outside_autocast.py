@@ -118,92 +118,127 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     requires = (frozenset({"backward"}),)
 
     VALID = (
-        (
-            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-            "    with torch.autocast('cuda'):\n        out = m(x)\n        loss = F.cross_entropy(out, y)\n"
-            "    loss.backward()\n"
-        ),
-        (
-            "import torch\nimport torch.nn.functional as F\n\ndef evaluate(m, x, y):\n"
-            "    with torch.autocast('cuda'):\n        out = m(x)\n    return F.cross_entropy(out, y)\n"
-        ),
-        (
-            "import torch\n\ndef step(m, x, y, accum):\n"
-            "    with torch.autocast('cuda'):\n        loss = m(x, y).loss\n"
-            "    loss = loss / accum\n    losses.update(loss.item())\n    loss.backward()\n"
-        ),
-        (
-            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-            "    with torch.autocast('cuda', enabled=False):\n        out = m(x)\n"
-            "    loss = F.mse_loss(out, y)\n    loss.backward()\n"
-        ),
-        (
-            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-            "    with torch.autocast('cuda'):\n        out = m(x)\n"
-            "    loss = F.mse_loss(prediction_from_elsewhere, y)\n    loss.backward()\n"
-        ),
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                out = m(x)
+                loss = F.cross_entropy(out, y)
+            loss.backward()
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def evaluate(m, x, y):
+            with torch.autocast('cuda'):
+                out = m(x)
+            return F.cross_entropy(out, y)
+        """,
+        """
+        import torch
+
+        def step(m, x, y, accum):
+            with torch.autocast('cuda'):
+                loss = m(x, y).loss
+            loss = loss / accum
+            losses.update(loss.item())
+            loss.backward()
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda', enabled=False):
+                out = m(x)
+            loss = F.mse_loss(out, y)
+            loss.backward()
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                out = m(x)
+            loss = F.mse_loss(prediction_from_elsewhere, y)
+            loss.backward()
+        """,
         # A float32 loss, chosen on purpose.
-        (
-            "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-            "    with torch.autocast('cuda'):\n        pred = m(x)\n"
-            "    loss = F.mse_loss(pred.float(), y)\n    loss.backward()\n"
-        ),
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                pred = m(x)
+            loss = F.mse_loss(pred.float(), y)
+            loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
-                "    loss = F.cross_entropy(out, y)  # main loss\n    loss.backward()\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
-                "        loss = F.cross_entropy(out, y)  # main loss\n    loss.backward()\n"
-            ),
-            line=7,
-            column=12,
-            message="Loss computed outside the autocast block",
+            """
+              import torch
+              import torch.nn.functional as F
+
+              def step(m, x, y):
+                  with torch.autocast('cuda', dtype=torch.bfloat16):
+                      out = m(x)
+            -     loss = F.cross_entropy(out, y)  # main loss
+            +         loss = F.cross_entropy(out, y)  # main loss
+                  loss.backward()
+            """,
+            line=7, column=12, message="Loss computed outside the autocast block",
         ),
         Invalid(
-            (
-                "import torch\n\nclass Trainer:\n    def step(self, batch):\n"
-                "        with torch.autocast('cuda'):\n            logits, aux = self.model(batch)\n\n"
-                "        loss = self.criterion(logits, batch['y'])\n"
-                "        self.scaler.scale(loss).backward()\n"
-            ),
-            fixed=(
-                "import torch\n\nclass Trainer:\n    def step(self, batch):\n"
-                "        with torch.autocast('cuda'):\n            logits, aux = self.model(batch)\n"
-                "            loss = self.criterion(logits, batch['y'])\n\n"
-                "        self.scaler.scale(loss).backward()\n"
-            ),
-            line=8,
-            column=16,
-            message="Loss computed outside the autocast block",
+            """
+              import torch
+
+              class Trainer:
+                  def step(self, batch):
+                      with torch.autocast('cuda'):
+                          logits, aux = self.model(batch)
+            +             loss = self.criterion(logits, batch['y'])
+
+            -         loss = self.criterion(logits, batch['y'])
+                      self.scaler.scale(loss).backward()
+            """,
+            line=8, column=16, message="Loss computed outside the autocast block",
         ),
         # The loss takes a value derived after the block from one computed inside it.
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\n\ndef step(m, x, y):\n"
-                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = m(x)\n"
-                "    logits = out.logits\n    loss = F.cross_entropy(logits, y)\n    loss.backward()\n"
-            ),
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def step(m, x, y):
+                with torch.autocast('cuda', dtype=torch.bfloat16):
+                    out = m(x)
+                logits = out.logits
+                loss = F.cross_entropy(logits, y)
+                loss.backward()
+            """,
             fixed=None,
-            line=8,
-            column=12,
-            message="Loss computed outside the autocast block",
+            line=8, column=12, message="Loss computed outside the autocast block",
         ),
         Invalid(
-            (
-                "import torch\n\ncriterion = torch.nn.CrossEntropyLoss()\nfor x, y in data:\n"
-                "    with torch.autocast('cuda'):\n        out = model(x)\n"
-                "    n = len(y)\n    loss = criterion(out, y) / n\n    loss.backward()\n"
-            ),
+            """
+            import torch
+
+            criterion = torch.nn.CrossEntropyLoss()
+            for x, y in data:
+                with torch.autocast('cuda'):
+                    out = model(x)
+                n = len(y)
+                loss = criterion(out, y) / n
+                loss.backward()
+            """,
             fixed=None,
-            line=8,
-            column=12,
-            message="Loss computed outside the autocast block",
+            line=8, column=12, message="Loss computed outside the autocast block",
         ),
     )
 

@@ -69,62 +69,101 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
 
     VALID = (
         # The canonical order: forward and loss under autocast, backward after the block.
-        (
-            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n"
-            "loss.backward()\n"
-        ),
-        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    accelerator.backward(loss)\n",
-        "import torch\nwith torch.autocast('cuda'):\n    def closure():\n        loss.backward()\n",
+        """
+        import torch
+        with torch.autocast('cuda'):
+            loss = model(x).sum()
+        loss.backward()
+        """,
+        """
+        import torch
+        with torch.autocast('cuda'):
+            loss = model(x).sum()
+            accelerator.backward(loss)
+        """,
+        """
+        import torch
+        with torch.autocast('cuda'):
+            def closure():
+                loss.backward()
+        """,
         "loss.backward()\n",
-        "import torch\nwith torch.no_grad():\n    loss.backward()\n",
+        """
+        import torch
+        with torch.no_grad():
+            loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
-            "import amplint.runtime\nwith amplint.runtime.autocast(device):\n    loss = m(x)\n    loss.backward()\nstep()\n",
-            fixed="import amplint.runtime\nwith amplint.runtime.autocast(device):\n    loss = m(x)\nloss.backward()\nstep()\n",
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            """
+              import amplint.runtime
+              with amplint.runtime.autocast(device):
+                  loss = m(x)
+            -     loss.backward()
+            + loss.backward()
+              step()
+            """,
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
-            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\nstep()\n",
-            fixed="import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\nloss.backward()\nstep()\n",
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            """
+              import torch
+              with torch.autocast('cuda'):
+                  loss = model(x).sum()
+            -     loss.backward()
+            + loss.backward()
+              step()
+            """,
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
-            "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
-            "        # scaled backward\n        scaler.scale(loss).backward()  # keep me\n    scaler.step(opt)\n",
-            fixed=(
-                "import torch\n\ndef f():\n    with torch.cuda.amp.autocast():\n        loss = m(x)\n"
-                "        # scaled backward\n    scaler.scale(loss).backward()  # keep me\n    scaler.step(opt)\n"
-            ),
-            line=7,
-            column=9,
-            message="Backward pass inside an autocast block",
+            """
+              import torch
+
+              def f():
+                  with torch.cuda.amp.autocast():
+                      loss = m(x)
+                      # scaled backward
+            -         scaler.scale(loss).backward()  # keep me
+            +     scaler.scale(loss).backward()  # keep me
+                  scaler.step(opt)
+            """,
+            line=7, column=9, message="Backward pass inside an autocast block",
         ),
         Invalid(
-            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x).sum()\n    loss.backward()\n    log(loss)\n",
+            """
+            import torch
+            with torch.autocast('cuda'):
+                loss = model(x).sum()
+                loss.backward()
+                log(loss)
+            """,
             fixed=None,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
-            "import torch\nwith accelerator.autocast():\n    loss = model(x)\n    torch.autograd.backward(loss)\n",
-            fixed="import torch\nwith accelerator.autocast():\n    loss = model(x)\ntorch.autograd.backward(loss)\n",
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            """
+              import torch
+              with accelerator.autocast():
+                  loss = model(x)
+            -     torch.autograd.backward(loss)
+            + torch.autograd.backward(loss)
+            """,
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
         Invalid(
-            "import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\n    a.backward(retain_graph=True)\n    b.backward()\n",
-            fixed="import torch\nwith torch.autocast('cuda'):\n    loss = m(x)\na.backward(retain_graph=True)\nb.backward()\n",
+            """
+              import torch
+              with torch.autocast('cuda'):
+                  loss = m(x)
+            -     a.backward(retain_graph=True)
+            -     b.backward()
+            + a.backward(retain_graph=True)
+            + b.backward()
+            """,
             count=2,
-            line=4,
-            column=5,
-            message="Backward pass inside an autocast block",
+            line=4, column=5, message="Backward pass inside an autocast block",
         ),
     )
 

@@ -113,151 +113,153 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     requires = (frozenset({"*autocast"}),)
 
     VALID = (
-        "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",
-        (
-            "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cpu'):\n    out = m(x)\n"
-            "loss = F.binary_cross_entropy(torch.sigmoid(out), y)\n"
-        ),
-        (
-            "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n    out = m(x)\n"
-            "    with torch.autocast('cuda', enabled=False):\n"
-            "        loss = F.binary_cross_entropy(torch.sigmoid(out.float()), y)\n"
-        ),
-        (
-            "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-            "    loss = F.binary_cross_entropy_with_logits(m(x), y)\n"
-        ),
+        """
+        import torch.nn.functional as F
+        loss = F.binary_cross_entropy(p, y)
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+        with torch.autocast('cpu'):
+            out = m(x)
+        loss = F.binary_cross_entropy(torch.sigmoid(out), y)
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+        with torch.autocast('cuda'):
+            out = m(x)
+            with torch.autocast('cuda', enabled=False):
+                loss = F.binary_cross_entropy(torch.sigmoid(out.float()), y)
+        """,
+        """
+        import torch
+        import torch.nn.functional as F
+        with torch.autocast('cuda'):
+            loss = F.binary_cross_entropy_with_logits(m(x), y)
+        """,
     )
     INVALID = (
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-                "    loss = F.binary_cross_entropy(torch.sigmoid(logits), y, weight=w, reduction='sum')\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-                "    loss = F.binary_cross_entropy_with_logits(logits, y, weight=w, reduction='sum')\n"
-            ),
-            line=4,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            """
+              import torch
+              import torch.nn.functional as F
+              with torch.autocast('cuda'):
+            -     loss = F.binary_cross_entropy(torch.sigmoid(logits), y, weight=w, reduction='sum')
+            +     loss = F.binary_cross_entropy_with_logits(logits, y, weight=w, reduction='sum')
+            """,
+            line=4, column=12, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
-            (
-                "import torch\nwith torch.autocast(device_type=device_type):\n"
-                "    loss = torch.nn.functional.binary_cross_entropy(out.sigmoid(), y, w)\n"
-            ),
-            fixed=(
-                "import torch\nwith torch.autocast(device_type=device_type):\n"
-                "    loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y, w)\n"
-            ),
-            line=3,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            """
+              import torch
+              with torch.autocast(device_type=device_type):
+            -     loss = torch.nn.functional.binary_cross_entropy(out.sigmoid(), y, w)
+            +     loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y, w)
+            """,
+            line=3, column=12, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-                "    loss = F.binary_cross_entropy(input=F.sigmoid(z), target=y)\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-                "    loss = F.binary_cross_entropy_with_logits(input=z, target=y)\n"
-            ),
-            line=4,
-            column=12,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            """
+              import torch
+              import torch.nn.functional as F
+              with torch.autocast('cuda'):
+            -     loss = F.binary_cross_entropy(input=F.sigmoid(z), target=y)
+            +     loss = F.binary_cross_entropy_with_logits(input=z, target=y)
+            """,
+            line=4, column=12, message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
-                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
-                "        probs = torch.sigmoid(logits)\n        loss = F.binary_cross_entropy(probs, y)\n"
-                "    return loss\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
-                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
-                "        loss = F.binary_cross_entropy_with_logits(logits, y)\n"
-                "    return loss\n"
-            ),
-            line=8,
-            column=16,
-            message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
+            """
+              import torch
+              import torch.nn.functional as F
+
+              def step(model, x, y):
+                  with torch.autocast('cuda'):
+                      logits = model(x)
+            -         probs = torch.sigmoid(logits)
+            -         loss = F.binary_cross_entropy(probs, y)
+            +         loss = F.binary_cross_entropy_with_logits(logits, y)
+                  return loss
+            """,
+            line=8, column=16, message="`torch.nn.functional.binary_cross_entropy` raises under CUDA autocast",
         ),
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
-                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
-                "        loss = F.binary_cross_entropy(probs, y, reduction='sum')\n"
-                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
-                "    return loss, accuracy\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.nn.functional as F\n\ndef step(out, y):\n"
-                "    with torch.autocast('cuda'):\n        probs = out.logits.sigmoid()\n"
-                "        loss = F.binary_cross_entropy_with_logits(out.logits, y, reduction='sum')\n"
-                "        accuracy = ((probs > 0.5) == y).float().mean()\n"
-                "    return loss, accuracy\n"
-            ),
+            """
+              import torch
+              import torch.nn.functional as F
+
+              def step(out, y):
+                  with torch.autocast('cuda'):
+                      probs = out.logits.sigmoid()
+            -         loss = F.binary_cross_entropy(probs, y, reduction='sum')
+            +         loss = F.binary_cross_entropy_with_logits(out.logits, y, reduction='sum')
+                      accuracy = ((probs > 0.5) == y).float().mean()
+                  return loss, accuracy
+            """,
             unsafe=True,
-            line=7,
-            column=16,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            line=7, column=16, message="use `binary_cross_entropy_with_logits` on logits",
         ),
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\n\ndef step(model, x, y):\n"
-                "    with torch.autocast('cuda'):\n        logits = model(x)\n"
-                "        probs = torch.sigmoid(logits)\n        logits = logits.float()\n"
-                "        loss = F.binary_cross_entropy(probs, y)\n"
-                "    return loss\n"
-            ),
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def step(model, x, y):
+                with torch.autocast('cuda'):
+                    logits = model(x)
+                    probs = torch.sigmoid(logits)
+                    logits = logits.float()
+                    loss = F.binary_cross_entropy(probs, y)
+                return loss
+            """,
             fixed=None,  # logits is rebound between the sigmoid and the loss
-            line=9,
-            column=16,
-            message="raises under CUDA autocast",
+            line=9, column=16, message="raises under CUDA autocast",
         ),
         Invalid(
-            (
-                "import torch\nfrom torch.nn.functional import binary_cross_entropy\n\n"
-                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
-            ),
-            fixed=(
-                "import torch\nfrom torch.nn.functional import binary_cross_entropy_with_logits\n\n"
-                "with torch.autocast('cuda'):\n    loss = binary_cross_entropy_with_logits(logits, y)\n"
-            ),
-            line=5,
-            column=12,
-            message="`torch.nn.functional.binary_cross_entropy` raises",
+            """
+              import torch
+            - from torch.nn.functional import binary_cross_entropy
+            + from torch.nn.functional import binary_cross_entropy_with_logits
+
+              with torch.autocast('cuda'):
+            -     loss = binary_cross_entropy(logits.sigmoid(), y)
+            +     loss = binary_cross_entropy_with_logits(logits, y)
+            """,
+            line=5, column=12, message="`torch.nn.functional.binary_cross_entropy` raises",
         ),
         Invalid(
-            (
-                "from torch import autocast\nfrom torch.nn.functional import binary_cross_entropy\n"
-                "binary_cross_entropy_with_logits = None\n\n"
-                "with autocast('cuda'):\n    loss = binary_cross_entropy(logits.sigmoid(), y)\n"
-            ),
+            """
+            from torch import autocast
+            from torch.nn.functional import binary_cross_entropy
+            binary_cross_entropy_with_logits = None
+
+            with autocast('cuda'):
+                loss = binary_cross_entropy(logits.sigmoid(), y)
+            """,
             fixed=None,  # the logits form's name is taken and torch is not bound: no name to write
-            line=6,
-            column=12,
-            message="raises under CUDA autocast",
+            line=6, column=12, message="raises under CUDA autocast",
         ),
         Invalid(
-            "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n    pass\n",
+            """
+            import torch
+            from torch import nn
+            criterion = nn.BCELoss()
+            with torch.cuda.amp.autocast():
+                pass
+            """,
             fixed=None,
-            line=3,
-            column=13,
-            message="use `nn.BCEWithLogitsLoss` on logits",
+            line=3, column=13, message="use `nn.BCEWithLogitsLoss` on logits",
         ),
         Invalid(
-            (
-                "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n"
-                "    loss = F.binary_cross_entropy(probs, y)\n"
-            ),
+            """
+            import torch
+            import torch.nn.functional as F
+            with torch.autocast('cuda'):
+                loss = F.binary_cross_entropy(probs, y)
+            """,
             fixed=None,
-            line=4,
-            column=12,
-            message="use `binary_cross_entropy_with_logits` on logits",
+            line=4, column=12, message="use `binary_cross_entropy_with_logits` on logits",
         ),
     )
 

@@ -87,102 +87,165 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     requires = (frozenset({"backward"}),)
 
     VALID = (
-        (
-            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-            "        loss = m(x)\n    loss.backward()\n"
-        ),
-        "import torch\n\ndef infer(m, x):\n    with torch.autocast('cuda'):\n        return m(x)\n",
-        (
-            "import torch\n\ndef step(m, x, scaler):\n    with torch.autocast('cuda'):\n        loss = m(x)\n"
-            "    scaler.scale(loss).backward()\n"
-        ),
-        (
-            "import torch\n\ndef step(m, x, device_type):\n    with torch.autocast(device_type):\n"
-            "        loss = m(x)\n    loss.backward()\n"
-        ),
-        (
-            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda', enabled=False):\n"
-            "        loss = m(x)\n    loss.backward()\n"
-        ),
+        """
+        import torch
+
+        def step(m, x):
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                loss = m(x)
+            loss.backward()
+        """,
+        """
+        import torch
+
+        def infer(m, x):
+            with torch.autocast('cuda'):
+                return m(x)
+        """,
+        """
+        import torch
+
+        def step(m, x, scaler):
+            with torch.autocast('cuda'):
+                loss = m(x)
+            scaler.scale(loss).backward()
+        """,
+        """
+        import torch
+
+        def step(m, x, device_type):
+            with torch.autocast(device_type):
+                loss = m(x)
+            loss.backward()
+        """,
+        """
+        import torch
+
+        def step(m, x):
+            with torch.autocast('cuda', enabled=False):
+                loss = m(x)
+            loss.backward()
+        """,
         # Feature extraction under no_grad in a function that trains elsewhere.
-        (
-            "import torch\n\ndef train(m, encoder, x):\n    with torch.no_grad():\n"
-            "        with torch.autocast('cuda'):\n            feats = encoder(x)\n"
-            "    loss = m(feats).sum()\n    loss.backward()\n"
-        ),
-        (
-            "import torch\n\n@torch.inference_mode()\ndef evaluate_and_train(m, x):\n"
-            "    with torch.autocast('cuda'):\n        out = m(x)\n    out.sum().backward()\n"
-        ),
+        """
+        import torch
+
+        def train(m, encoder, x):
+            with torch.no_grad():
+                with torch.autocast('cuda'):
+                    feats = encoder(x)
+            loss = m(feats).sum()
+            loss.backward()
+        """,
+        """
+        import torch
+
+        @torch.inference_mode()
+        def evaluate_and_train(m, x):
+            with torch.autocast('cuda'):
+                out = m(x)
+            out.sum().backward()
+        """,
         # amplint.runtime's scaler is the scaler for its autocast.
-        (
-            "import amplint.runtime\n\ndef step(m, x, device):\n    scaler = amplint.runtime.grad_scaler(device)\n"
-            "    with amplint.runtime.autocast(device):\n        loss = m(x)\n    scaler.scale(loss).backward()\n"
-        ),
+        """
+        import amplint.runtime
+
+        def step(m, x, device):
+            scaler = amplint.runtime.grad_scaler(device)
+            with amplint.runtime.autocast(device):
+                loss = m(x)
+            scaler.scale(loss).backward()
+        """,
         # A dict of bfloat16 contexts only.
-        (
-            "import torch\n\ndef step(m, x, p):\n    with {'a': torch.autocast('cuda', dtype=torch.bfloat16)}[p]:\n"
-            "        loss = m(x)\n    loss.backward()\n"
-        ),
+        """
+        import torch
+
+        def step(m, x, p):
+            with {'a': torch.autocast('cuda', dtype=torch.bfloat16)}[p]:
+                loss = m(x)
+            loss.backward()
+        """,
         # ConvNeXt's engine.py: timm's NativeScaler on the AMP branch, backward on the other.
-        (
-            "import torch\n\ndef train_one_epoch(model, x, optimizer, loss_scaler, use_amp):\n"
-            "    if use_amp:\n        with torch.cuda.amp.autocast():\n            loss = model(x)\n"
-            "        loss_scaler(loss, optimizer, parameters=model.parameters())\n"
-            "    else:\n        loss = model(x)\n        loss.backward()\n"
-        ),
+        """
+        import torch
+
+        def train_one_epoch(model, x, optimizer, loss_scaler, use_amp):
+            if use_amp:
+                with torch.cuda.amp.autocast():
+                    loss = model(x)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+            else:
+                loss = model(x)
+                loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef step(m, x):\n    with torch.autocast('cuda'):\n        loss = m(x)\n    loss.backward()\n",
-            line=4,
-            column=5,
-            message="small gradients underflow to zero",
+            """
+            import torch
+
+            def step(m, x):
+                with torch.autocast('cuda'):
+                    loss = m(x)
+                loss.backward()
+            """,
+            line=4, column=5, message="small gradients underflow to zero",
         ),
         Invalid(
-            (
-                "import torch\ndtype = torch.bfloat16 if bf16 else torch.float16\n"
-                "with torch.autocast('cuda', dtype=dtype):\n    loss = m(x)\nloss.backward()\n"
-            ),
-            line=3,
-            column=1,
-            message="small gradients underflow to zero",
+            """
+            import torch
+            dtype = torch.bfloat16 if bf16 else torch.float16
+            with torch.autocast('cuda', dtype=dtype):
+                loss = m(x)
+            loss.backward()
+            """,
+            line=3, column=1, message="small gradients underflow to zero",
         ),
         Invalid(
-            "import torch\nwith torch.cuda.amp.autocast():\n    loss = m(x)\nloss.backward()\n",
-            line=2,
-            column=1,
-            message="small gradients underflow to zero",
+            """
+            import torch
+            with torch.cuda.amp.autocast():
+                loss = m(x)
+            loss.backward()
+            """,
+            line=2, column=1, message="small gradients underflow to zero",
         ),
         # After AMP202's fix: the runtime's autocast picks float16 where bfloat16 is not native.
         Invalid(
-            "import amplint.runtime\n\ndef step(m, x, device):\n    with amplint.runtime.autocast(device):\n"
-            "        loss = m(x)\n    loss.backward()\n",
-            line=4,
-            column=5,
-            message="float16 autocast in training without a GradScaler",
+            """
+            import amplint.runtime
+
+            def step(m, x, device):
+                with amplint.runtime.autocast(device):
+                    loss = m(x)
+                loss.backward()
+            """,
+            line=4, column=5, message="float16 autocast in training without a GradScaler",
         ),
         Invalid(
-            (
-                "import torch\n\ndef step(m, x, precision):\n"
-                "    contexts = {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),\n"
-                "                'fp16': torch.autocast('cuda', dtype=torch.float16)}\n"
-                "    with contexts[precision]:\n        loss = m(x)\n    loss.backward()\n"
-            ),
-            line=6,
-            column=5,
-            message="float16 autocast in training without a GradScaler",
+            """
+            import torch
+
+            def step(m, x, precision):
+                contexts = {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),
+                            'fp16': torch.autocast('cuda', dtype=torch.float16)}
+                with contexts[precision]:
+                    loss = m(x)
+                loss.backward()
+            """,
+            line=6, column=5, message="float16 autocast in training without a GradScaler",
         ),
         Invalid(
-            (
-                "import torch\n\ndef step(m, x, precision):\n"
-                "    with {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),\n"
-                "          'fp16': torch.autocast('cuda', dtype=torch.float16)}[precision]:\n"
-                "        loss = m(x)\n    loss.backward()\n"
-            ),
-            line=4,
-            column=5,
-            message="small gradients underflow to zero",
+            """
+            import torch
+
+            def step(m, x, precision):
+                with {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),
+                      'fp16': torch.autocast('cuda', dtype=torch.float16)}[precision]:
+                    loss = m(x)
+                loss.backward()
+            """,
+            line=4, column=5, message="small gradients underflow to zero",
         ),
     )
 

@@ -179,339 +179,528 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
     VALID = (
         # No device variable: a CUDA-only script.
-        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n",
+        """
+        import torch
+        with torch.autocast('cuda'):
+            loss = model(x)
+        """,
         # enabled= already tests the device type.
-        (
-            "import torch\n\ndef step(model, x, device):\n"
-            "    with torch.autocast('cuda', enabled=device.type == 'cuda'):\n        return model(x)\n"
-        ),
-        (
-            "import torch\n\ndef step(model, x, device):\n    use_amp = args.amp and device.type == 'cuda'\n"
-            "    scaler = torch.amp.GradScaler('cuda', enabled=use_amp)\n"
-        ),
-        "import torch\ndevice = torch.device('cuda')\nscaler = torch.amp.GradScaler('cuda', enabled=torch.cuda.is_available())\n",
+        """
+        import torch
+
+        def step(model, x, device):
+            with torch.autocast('cuda', enabled=device.type == 'cuda'):
+                return model(x)
+        """,
+        """
+        import torch
+
+        def step(model, x, device):
+            use_amp = args.amp and device.type == 'cuda'
+            scaler = torch.amp.GradScaler('cuda', enabled=use_amp)
+        """,
+        """
+        import torch
+        device = torch.device('cuda')
+        scaler = torch.amp.GradScaler('cuda', enabled=torch.cuda.is_available())
+        """,
         # Only under a device-type test.
-        (
-            "import torch\nfrom contextlib import nullcontext\n\ndef f(device):\n"
-            "    ctx = torch.autocast('cuda') if device.type == 'cuda' else nullcontext()\n"
-        ),
-        "import torch\n\ndef f(device):\n    torch.cuda.manual_seed_all(0)\n    torch.cuda.manual_seed(0)\n",
+        """
+        import torch
+        from contextlib import nullcontext
+
+        def f(device):
+            ctx = torch.autocast('cuda') if device.type == 'cuda' else nullcontext()
+        """,
+        """
+        import torch
+
+        def f(device):
+            torch.cuda.manual_seed_all(0)
+            torch.cuda.manual_seed(0)
+        """,
         # Config defaults are not calls.
-        "import torch.distributed as dist\nargs.dist_backend = 'nccl'\ndist.init_process_group(backend=args.dist_backend)\n",
-        "import torch\nimport torch.distributed as dist\nif torch.cuda.is_available():\n    dist.init_process_group('nccl')\n",
-        (
-            "import torch\nimport torch.distributed as dist\n\ndef setup():\n"
-            "    if not torch.cuda.is_available():\n        raise RuntimeError('needs CUDA')\n"
-            "    dist.init_process_group('nccl')\n"
-        ),
-        "import torch.distributed as dist\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\ndist.init_process_group(backend)\n",
+        """
+        import torch.distributed as dist
+        args.dist_backend = 'nccl'
+        dist.init_process_group(backend=args.dist_backend)
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        if torch.cuda.is_available():
+            dist.init_process_group('nccl')
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+
+        def setup():
+            if not torch.cuda.is_available():
+                raise RuntimeError('needs CUDA')
+            dist.init_process_group('nccl')
+        """,
+        """
+        import torch.distributed as dist
+        backend = 'nccl' if torch.cuda.is_available() else 'gloo'
+        dist.init_process_group(backend)
+        """,
         # RULES.md rev 4 (d): code that requires CUDA anyway.
-        "import torch.distributed as dist\n\ndist.init_process_group(backend='nccl', init_method='env://')\n",
-        (
-            "import torch\nimport torch.distributed as dist\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
-            "def setup(rank):\n    torch.cuda.set_device(rank)\n    dist.init_process_group('nccl')\n"
-        ),
-        (
-            "import torch\nimport torch.distributed as dist\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
-            "def setup(rank):\n    dist.init_process_group('nccl', device_id=torch.device('cuda', rank))\n"
-        ),
-        (
-            "import torch\nimport torch.distributed as dist\nscaler = torch.amp.GradScaler('cuda')\n\n"
-            "def setup(model, rank):\n    dist.init_process_group(backend='nccl')\n    model.cuda(rank)\n"
-        ),
+        """
+        import torch.distributed as dist
+
+        dist.init_process_group(backend='nccl', init_method='env://')
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+        def setup(rank):
+            torch.cuda.set_device(rank)
+            dist.init_process_group('nccl')
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+        def setup(rank):
+            dist.init_process_group('nccl', device_id=torch.device('cuda', rank))
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        scaler = torch.amp.GradScaler('cuda')
+
+        def setup(model, rank):
+            dist.init_process_group(backend='nccl')
+            model.cuda(rank)
+        """,
         # DINO's init_distributed_mode: the last branch exits without CUDA.
-        (
-            "import os, sys\nimport torch\nimport torch.distributed as dist\ndevice = 'cpu'\n\n"
-            "def init(args):\n    if 'RANK' in os.environ:\n        args.rank = int(os.environ['RANK'])\n"
-            "    elif torch.cuda.is_available():\n        args.rank = 0\n    else:\n        sys.exit(1)\n"
-            "    dist.init_process_group(backend='nccl')\n"
-        ),
+        """
+        import os, sys
+        import torch
+        import torch.distributed as dist
+        device = 'cpu'
+
+        def init(args):
+            if 'RANK' in os.environ:
+                args.rank = int(os.environ['RANK'])
+            elif torch.cuda.is_available():
+                args.rank = 0
+            else:
+                sys.exit(1)
+            dist.init_process_group(backend='nccl')
+        """,
         # (b) is about AMP code: a Generator's device, or a value not passed to AMP.
-        "import torch\ng = torch.Generator('cpu' if not device.startswith('cuda') else 'cuda')\n",
-        "def f(device):\n    return 'cuda' if device.startswith('cuda') else 'cpu'\n",
+        """
+        import torch
+        g = torch.Generator('cpu' if not device.startswith('cuda') else 'cuda')
+        """,
+        """
+        def f(device):
+            return 'cuda' if device.startswith('cuda') else 'cpu'
+        """,
         # OLMo's ladder.py: where a model is initialised is not the device the code runs on.
-        (
-            "import torch.distributed as dist\nmodel_config.init_device = 'cpu'\n\n"
-            "def train():\n    dist.init_process_group(backend='nccl')\n"
-        ),
+        """
+        import torch.distributed as dist
+        model_config.init_device = 'cpu'
+
+        def train():
+            dist.init_process_group(backend='nccl')
+        """,
         # No intent to run elsewhere: an assertion is not a fallback, map_location not a device choice.
-        (
-            "import torch\nimport torch.distributed as dist\n\ndef main():\n    assert torch.cuda.is_available()\n"
-            "    state = torch.load('ckpt.pt', map_location='cpu')\n\ndef run():\n    dist.init_process_group('nccl')\n"
-        ),
+        """
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            assert torch.cuda.is_available()
+            state = torch.load('ckpt.pt', map_location='cpu')
+
+        def run():
+            dist.init_process_group('nccl')
+        """,
         # An assertion on the CUDA device count guards it (yolov7's train.py).
-        (
-            "import torch\nimport torch.distributed as dist\n\ndef setup(rank):\n"
-            "    assert torch.cuda.device_count() > rank\n    dist.init_process_group(backend='nccl')\n"
-        ),
+        """
+        import torch
+        import torch.distributed as dist
+
+        def setup(rank):
+            assert torch.cuda.device_count() > rank
+            dist.init_process_group(backend='nccl')
+        """,
         # Some other library's init_process_group.
-        "from mylib import init_process_group\ninit_process_group('nccl')\n",
+        """
+        from mylib import init_process_group
+        init_process_group('nccl')
+        """,
         # Integer indices are not device variables.
-        "import torch\n\ndef f(args):\n    torch.cuda.set_device(args.gpu)\n    with torch.autocast('cuda'):\n        pass\n",
+        """
+        import torch
+
+        def f(args):
+            torch.cuda.set_device(args.gpu)
+            with torch.autocast('cuda'):
+                pass
+        """,
         # `device = "cuda"` in a CUDA-only test; what the file tests elsewhere is another
         # device (a tensor's), so this binding stays CUDA (MONAI).
-        (
-            "import torch\n\ndef test_affine(m):\n    assert 'cpu' in str(m.affine.device)\n\n"
-            "def test_amp(x):\n    device = 'cuda'\n    x = x.to(device)\n    with torch.autocast('cuda'):\n        pass\n"
-        ),
+        """
+        import torch
+
+        def test_affine(m):
+            assert 'cpu' in str(m.affine.device)
+
+        def test_amp(x):
+            device = 'cuda'
+            x = x.to(device)
+            with torch.autocast('cuda'):
+                pass
+        """,
         # `self.device` bound only to CUDA, and an f-string CUDA device: CUDA-only tests (opacus).
-        (
-            "import torch\nimport unittest\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
-            "        self.device = torch.device('cuda')\n\n    def _train(self, model, x):\n"
-            "        with torch.amp.autocast('cuda', dtype=torch.float16):\n            return model(x.to(self.device))\n"
-        ),
-        (
-            "import torch\n\ndef worker(rank, model, x):\n    device = torch.device(f'cuda:{rank}')\n"
-            "    with torch.amp.autocast('cuda', dtype=torch.bfloat16):\n        return model(x.to(device))\n"
-        ),
+        """
+        import torch
+        import unittest
+
+        class T(unittest.TestCase):
+            def setUp(self):
+                self.device = torch.device('cuda')
+
+            def _train(self, model, x):
+                with torch.amp.autocast('cuda', dtype=torch.float16):
+                    return model(x.to(self.device))
+        """,
+        """
+        import torch
+
+        def worker(rank, model, x):
+            device = torch.device(f'cuda:{rank}')
+            with torch.amp.autocast('cuda', dtype=torch.bfloat16):
+                return model(x.to(device))
+        """,
         # Tensors made on "cuda" on the autocast's path: CUDA-only inference (Lumina-T2X).
-        (
-            "import torch\n\ndef sample(model, cap_feats, dtype):\n    mask = mask.to(cap_feats.device)\n"
-            "    with torch.autocast('cuda', dtype):\n        z = torch.randn([1, 4, 64, 64], device='cuda')\n"
-            "        return model(z, cap_feats, mask)\n"
-        ),
+        """
+        import torch
+
+        def sample(model, cap_feats, dtype):
+            mask = mask.to(cap_feats.device)
+            with torch.autocast('cuda', dtype):
+                z = torch.randn([1, 4, 64, 64], device='cuda')
+                return model(z, cap_feats, mask)
+        """,
         # A test that skips itself without GPUs (llm-foundry).
-        (
-            "import torch\nimport pytest\n\ndef test_init(world_size):\n"
-            "    if not torch.cuda.device_count() >= world_size:\n        pytest.skip('needs GPUs')\n"
-            "    device = get_device(None)\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        out = build(device)(x)\n"
-        ),
+        """
+        import torch
+        import pytest
+
+        def test_init(world_size):
+            if not torch.cuda.device_count() >= world_size:
+                pytest.skip('needs GPUs')
+            device = get_device(None)
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                out = build(device)(x)
+        """,
         # Every caller requires CUDA: the process group is NCCL for a CUDA path (nnU-Net).
-        (
-            "import torch\nimport torch.distributed as dist\n\ndef setup_ddp(rank, world_size):\n"
-            "    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n\n"
-            "def run_ddp(rank, world_size):\n    setup_ddp(rank, world_size)\n"
-            "    torch.cuda.set_device(torch.device('cuda', dist.get_rank()))\n\n"
-            "def main(device='cpu'):\n    with torch.autocast(device):\n        pass\n"
-        ),
+        """
+        import torch
+        import torch.distributed as dist
+
+        def setup_ddp(rank, world_size):
+            dist.init_process_group('nccl', rank=rank, world_size=world_size)
+
+        def run_ddp(rank, world_size):
+            setup_ddp(rank, world_size)
+            torch.cuda.set_device(torch.device('cuda', dist.get_rank()))
+
+        def main(device='cpu'):
+            with torch.autocast(device):
+                pass
+        """,
         # A DDP module given device_ids lives on an accelerator: gloo would not help (MONAI).
-        (
-            "import torch\nimport torch.distributed as dist\n\ndef worker(rank, n, model):\n"
-            "    dist.init_process_group(backend='nccl', world_size=n, rank=rank)\n"
-            "    model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])\n"
-            "    with torch.autocast('cuda'):\n        model(x)\n"
-        ),
+        """
+        import torch
+        import torch.distributed as dist
+
+        def worker(rank, n, model):
+            dist.init_process_group(backend='nccl', world_size=n, rank=rank)
+            model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
+            with torch.autocast('cuda'):
+                model(x)
+        """,
         # The function requires CUDA anyway: its float16 check runs on the GPU (MONAI).
-        (
-            "import torch\n\ndef verify(net, device, shape):\n    x = torch.rand(*shape, device=device)\n"
-            "    net.to('cuda')\n    with torch.autocast('cuda'):\n        return net(x.cuda())\n"
-        ),
+        """
+        import torch
+
+        def verify(net, device, shape):
+            x = torch.rand(*shape, device=device)
+            net.to('cuda')
+            with torch.autocast('cuda'):
+                return net(x.cuda())
+        """,
         # A tensor's `.device` is where its data is, not a device choice (efficientvit, SlowFast).
-        (
-            "import torch\n\ndef step(self, batch):\n    image = batch['image'].cuda()\n"
-            "    labels = torch.ones(image.shape[0], device=image.device)\n"
-            "    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return self.model(image)\n"
-        ),
-        (
-            "import torch\n\ndef validate(model, loader):\n    for batch in loader:\n"
-            "        with torch.autocast('cuda'):\n            loss = model(batch)\n"
-            "        assert loss.requires_grad is False\n    reduce(loss.device)\n"
-        ),
+        """
+        import torch
+
+        def step(self, batch):
+            image = batch['image'].cuda()
+            labels = torch.ones(image.shape[0], device=image.device)
+            with torch.autocast(device_type='cuda', dtype=torch.float16):
+                return self.model(image)
+        """,
+        """
+        import torch
+
+        def validate(model, loader):
+            for batch in loader:
+                with torch.autocast('cuda'):
+                    loss = model(batch)
+                assert loss.requires_grad is False
+            reduce(loss.device)
+        """,
         # `torch.device` is the constructor, not a device variable.
-        "import torch\nx = torch.zeros(1, device=torch.device('cuda'))\nwith torch.autocast('cuda'):\n    pass\n",
+        """
+        import torch
+        x = torch.zeros(1, device=torch.device('cuda'))
+        with torch.autocast('cuda'):
+            pass
+        """,
         # The device type is read properly.
-        "import torch\n\ndef f(device):\n    with torch.autocast(device.type):\n        pass\n",
+        """
+        import torch
+
+        def f(device):
+            with torch.autocast(device.type):
+                pass
+        """,
         "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
         # A region that turns CUDA autocast off (diffusers' timestep embeddings).
-        "import torch\n\ndef embed(t):\n    x = t.device\n    with torch.amp.autocast('cuda', enabled=False):\n        pass\n",
+        """
+        import torch
+
+        def embed(t):
+            x = t.device
+            with torch.amp.autocast('cuda', enabled=False):
+                pass
+        """,
         # The device variable is CUDA itself (timm's tests).
-        (
-            "import torch\n\ndef test_cache():\n    device = torch.device('cuda')\n    x = x.to(device)\n"
-            "    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n        pass\n"
-        ),
+        """
+        import torch
+
+        def test_cache():
+            device = torch.device('cuda')
+            x = x.to(device)
+            with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+                pass
+        """,
         # Runs only where CUDA exists.
-        (
-            "import pytest\nimport torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
-            "def test_amp(device):\n    with torch.autocast('cuda'):\n        pass\n"
-        ),
+        """
+        import pytest
+        import torch
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')
+        def test_amp(device):
+            with torch.autocast('cuda'):
+                pass
+        """,
         # A TestCase skipped without CUDA (torchtitan's graph_trainer tests).
-        (
-            "import unittest\nimport torch\nimport torch.distributed as dist\n\n"
-            "@unittest.skipUnless(torch.cuda.is_available(), 'CUDA required')\n"
-            "class TestTrace(unittest.TestCase):\n    def setUp(self):\n"
-            "        dist.init_process_group(backend='nccl', world_size=1, rank=0)\n"
-        ),
-        "# torch.autocast('cuda') with device in a comment\ns = \"torch.autocast('cuda')\"\n",
+        """
+        import unittest
+        import torch
+        import torch.distributed as dist
+
+        @unittest.skipUnless(torch.cuda.is_available(), 'CUDA required')
+        class TestTrace(unittest.TestCase):
+            def setUp(self):
+                dist.init_process_group(backend='nccl', world_size=1, rank=0)
+        """,
+        """
+        # torch.autocast('cuda') with device in a comment
+        s = "torch.autocast('cuda')"
+        """,
     )
     INVALID = (
         Invalid(
-            "import torch\n\ndef f(model, x, device):\n    with torch.autocast('cuda'):\n        return model(x)\n",
-            fixed=(
-                "import torch\nimport amplint.runtime\n\ndef f(model, x, device):\n"
-                "    with torch.autocast(amplint.runtime.device_type(device)):\n        return model(x)\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+
+              def f(model, x, device):
+            -     with torch.autocast('cuda'):
+            +     with torch.autocast(amplint.runtime.device_type(device)):
+                      return model(x)
+            """,
             unsafe=True,
-            line=4,
-            column=25,
-            message='hardcodes device type "cuda" although this code has a device variable (`device`)',
+            line=4, column=25, message='hardcodes device type "cuda" although this code has a device variable (`device`)',
         ),
         Invalid(
-            (
-                "import torch\nimport torch.distributed as dist\n\n"
-                "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-                "dist.init_process_group(backend='nccl', init_method='env://')\n"
-            ),
-            fixed=(
-                "import torch\nimport torch.distributed as dist\n\n"
-                "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-                "dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')\n"
-            ),
-            line=5,
-            column=33,
-            message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
+            """
+              import torch
+              import torch.distributed as dist
+
+              device = 'cuda' if torch.cuda.is_available() else 'cpu'
+            - dist.init_process_group(backend='nccl', init_method='env://')
+            + dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')
+            """,
+            line=5, column=33, message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
         ),
         # `torch` not bound: the fix imports it; a device option's default shows the intent.
         Invalid(
-            (
-                "import argparse\nfrom torch.distributed import init_process_group\n\n"
-                "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cpu')\n\n"
-                "def setup():\n    init_process_group(\"nccl\")\n"
-            ),
-            fixed=(
-                "import argparse\nfrom torch.distributed import init_process_group\nimport torch\n\n"
-                "parser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cpu')\n\n"
-                "def setup():\n    init_process_group(\"nccl\" if torch.cuda.is_available() else \"gloo\")\n"
-            ),
-            line=8,
-            column=24,
-            message="NCCL needs CUDA GPUs",
+            """
+              import argparse
+              from torch.distributed import init_process_group
+            + import torch
+
+              parser = argparse.ArgumentParser()
+              parser.add_argument('--device', default='cpu')
+
+              def setup():
+            -     init_process_group("nccl")
+            +     init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            """,
+            line=8, column=24, message="NCCL needs CUDA GPUs",
         ),
         Invalid(
-            (
-                "import torch\ndevice = 'mps'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n"
-                "with torch.autocast(device_type):\n    pass\n"
-            ),
-            fixed=(
-                "import torch\nimport amplint.runtime\ndevice = 'mps'\ndevice_type = amplint.runtime.device_type(device)\n"
-                "with torch.autocast(device_type):\n    pass\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+              device = 'mps'
+            - device_type = 'cuda' if 'cuda' in device else 'cpu'
+            + device_type = amplint.runtime.device_type(device)
+              with torch.autocast(device_type):
+                  pass
+            """,
             unsafe=True,
-            line=3,
-            column=15,
-            message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
+            line=3, column=15, message="maps every non-CUDA device (mps, xpu, ...) to \"cpu\"",
         ),
         # minimind: the string test chooses whether autocast runs at all.
         Invalid(
-            (
-                "import torch\nfrom contextlib import nullcontext\n"
-                "device_type = 'cuda' if 'cuda' in args.device else 'cpu'\n"
-                "ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')\n"
-            ),
-            fixed=(
-                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
-                "device_type = amplint.runtime.device_type(args.device)\n"
-                "ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')\n"
-            ),
+            """
+              import torch
+              from contextlib import nullcontext
+            - device_type = 'cuda' if 'cuda' in args.device else 'cpu'
+            + import amplint.runtime
+            + device_type = amplint.runtime.device_type(args.device)
+              ctx = nullcontext() if device_type == 'cpu' else torch.autocast('cuda')
+            """,
             unsafe=True,
-            line=3,
-            column=15,
-            message="maps every non-CUDA device",
+            line=3, column=15, message="maps every non-CUDA device",
         ),
         Invalid(
-            "import torch\n\ndef f(device):\n    return torch.amp.GradScaler('cuda' if device.startswith('cuda') else 'cpu')\n",
-            fixed=(
-                "import torch\nimport amplint.runtime\n\ndef f(device):\n"
-                "    return torch.amp.GradScaler(amplint.runtime.device_type(device))\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+
+              def f(device):
+            -     return torch.amp.GradScaler('cuda' if device.startswith('cuda') else 'cpu')
+            +     return torch.amp.GradScaler(amplint.runtime.device_type(device))
+            """,
             unsafe=True,
-            line=4,
-            column=33,
-            message="use `amplint.runtime.device_type(device)`",
+            line=4, column=33, message="use `amplint.runtime.device_type(device)`",
         ),
         Invalid(
-            "import torch\n\ndef f(device):\n    with torch.autocast(str(device), dtype=torch.bfloat16):\n        pass\n",
-            fixed=(
-                "import torch\nimport amplint.runtime\n\ndef f(device):\n"
-                "    with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):\n        pass\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+
+              def f(device):
+            -     with torch.autocast(str(device), dtype=torch.bfloat16):
+            +     with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):
+                      pass
+            """,
             unsafe=True,
-            line=4,
-            column=25,
-            message='`str(device)` as the autocast device type is "cuda:0"',
+            line=4, column=25, message='`str(device)` as the autocast device type is "cuda:0"',
         ),
         Invalid(
-            (
-                "import torch\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n\n"
-                "    def step(self, x):\n        with torch.amp.autocast(device_type='cuda', enabled=self.amp):\n"
-                "            return self.model(x)\n"
-            ),
-            fixed=(
-                "import torch\nimport amplint.runtime\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n\n"
-                "    def step(self, x):\n        with torch.amp.autocast(device_type=amplint.runtime.device_type(self.device), enabled=self.amp):\n"
-                "            return self.model(x)\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+
+              class Trainer:
+                  def __init__(self, device):
+                      self.device = device
+
+                  def step(self, x):
+            -         with torch.amp.autocast(device_type='cuda', enabled=self.amp):
+            +         with torch.amp.autocast(device_type=amplint.runtime.device_type(self.device), enabled=self.amp):
+                          return self.model(x)
+            """,
             unsafe=True,
-            line=8,
-            column=45,
-            message="has a device variable (`self.device`)",
+            line=8, column=45, message="has a device variable (`self.device`)",
         ),
         Invalid(
-            "import torch as th\n\ndef f(args):\n    x = x.to(args.device)\n    scaler = th.amp.GradScaler('cuda')\n",
-            fixed=(
-                "import torch as th\nimport amplint.runtime\n\ndef f(args):\n    x = x.to(args.device)\n"
-                "    scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))\n"
-            ),
+            """
+              import torch as th
+            + import amplint.runtime
+
+              def f(args):
+                  x = x.to(args.device)
+            -     scaler = th.amp.GradScaler('cuda')
+            +     scaler = th.amp.GradScaler(amplint.runtime.device_type(args.device))
+            """,
             unsafe=True,
-            line=5,
-            column=32,
-            message='`th.amp.GradScaler` hardcodes device type "cuda"',
+            line=5, column=32, message='`th.amp.GradScaler` hardcodes device type "cuda"',
         ),
         # A dataclass field is a device variable for its methods (RULES.md rev 4).
         Invalid(
-            (
-                "import torch\nfrom dataclasses import dataclass\n\n@dataclass\nclass Trainer:\n"
-                "    device: torch.device\n\n    def step(self, x):\n        with torch.autocast('cuda'):\n"
-                "            return self.model(x)\n"
-            ),
-            fixed=(
-                "import torch\nfrom dataclasses import dataclass\nimport amplint.runtime\n\n@dataclass\nclass Trainer:\n"
-                "    device: torch.device\n\n    def step(self, x):\n"
-                "        with torch.autocast(amplint.runtime.device_type(self.device)):\n"
-                "            return self.model(x)\n"
-            ),
+            """
+              import torch
+              from dataclasses import dataclass
+            + import amplint.runtime
+
+              @dataclass
+              class Trainer:
+                  device: torch.device
+
+                  def step(self, x):
+            -         with torch.autocast('cuda'):
+            +         with torch.autocast(amplint.runtime.device_type(self.device)):
+                          return self.model(x)
+            """,
             unsafe=True,
-            line=9,
-            column=29,
-            message="device variable (`self.device`)",
+            line=9, column=29, message="device variable (`self.device`)",
         ),
         # Bound to CUDA, but a configurator may rebind it (nanoGPT) or the file tests it.
         Invalid(
-            (
-                "import torch\ndevice = 'cuda'\nexec(open('configurator.py').read())\n"
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
-            ),
-            fixed=(
-                "import torch\nimport amplint.runtime\ndevice = 'cuda'\nexec(open('configurator.py').read())\n"
-                "with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):\n    pass\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+              device = 'cuda'
+              exec(open('configurator.py').read())
+            - with torch.autocast('cuda', dtype=torch.bfloat16):
+            + with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):
+                  pass
+            """,
             unsafe=True,
-            line=4,
-            column=21,
-            message="hardcodes device type",
+            line=4, column=21, message="hardcodes device type",
         ),
         Invalid(
-            (
-                "import torch\ndevice = torch.device('cuda')\npin = device.type == 'cuda'\n"
-                "scaler = torch.amp.GradScaler('cuda')\n"
-            ),
+            """
+              import torch
+            + import amplint.runtime
+              device = torch.device('cuda')
+              pin = device.type == 'cuda'
+            - scaler = torch.amp.GradScaler('cuda')
+            + scaler = torch.amp.GradScaler(amplint.runtime.device_type(device))
+            """,
             unsafe=True,
-            fixed=(
-                "import torch\nimport amplint.runtime\ndevice = torch.device('cuda')\npin = device.type == 'cuda'\n"
-                "scaler = torch.amp.GradScaler(amplint.runtime.device_type(device))\n"
-            ),
-            line=4,
-            column=31,
-            message="hardcodes device type",
+            line=4, column=31, message="hardcodes device type",
         ),
         # Two different device variables: which one is meant is a guess, so no fix.
         Invalid(
-            "import torch\n\ndef f(x, y):\n    a = x.to(args.device)\n    b = y.to(accelerator.device)\n"
-            "    with torch.autocast('cuda'):\n        pass\n",
+            """
+            import torch
+
+            def f(x, y):
+                a = x.to(args.device)
+                b = y.to(accelerator.device)
+                with torch.autocast('cuda'):
+                    pass
+            """,
             fixed=None,
             unsafe=True,
-            line=6,
-            column=25,
-            message="use `amplint.runtime.device_type(args.device)`",
+            line=6, column=25, message="use `amplint.runtime.device_type(args.device)`",
         ),
     )
 

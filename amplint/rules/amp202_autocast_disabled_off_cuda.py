@@ -127,102 +127,116 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
 
     VALID = (
         # Not a device test.
-        (
-            "import torch\nfrom contextlib import nullcontext\n"
-            "ctx = nullcontext() if is_final_validation else torch.autocast('cuda')\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
-        ),
-        (
-            "import torch\nfrom contextlib import nullcontext\n"
-            "ctx = torch.autocast('cuda') if use_amp else nullcontext()\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
-        ),
+        """
+        import torch
+        from contextlib import nullcontext
+        ctx = nullcontext() if is_final_validation else torch.autocast('cuda')
+        with ctx:
+            loss = m(x)
+        loss.backward()
+        """,
+        """
+        import torch
+        from contextlib import nullcontext
+        ctx = torch.autocast('cuda') if use_amp else nullcontext()
+        with ctx:
+            loss = m(x)
+        loss.backward()
+        """,
         # Inference only: no backward, no optimizer step.
-        (
-            "import torch\nfrom contextlib import nullcontext\n"
-            "ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)\nwith ctx:\n    y = m(x)\n"
-        ),
+        """
+        import torch
+        from contextlib import nullcontext
+        ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)
+        with ctx:
+            y = m(x)
+        """,
         # Not torch's autocast.
-        (
-            "from contextlib import nullcontext\n"
-            "ctx = nullcontext() if device == 'cpu' else accelerator.autocast()\nwith ctx:\n    loss = m(x)\nloss.backward()\n"
-        ),
+        """
+        from contextlib import nullcontext
+        ctx = nullcontext() if device == 'cpu' else accelerator.autocast()
+        with ctx:
+            loss = m(x)
+        loss.backward()
+        """,
         # A project function called nullcontext is not contextlib's.
-        (
-            "import torch\n\ndef nullcontext():\n    return None\n\n"
-            "ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)\nloss.backward()\n"
-        ),
-        "import torch\nctx = torch.autocast(device_type)\nloss.backward()\n",
+        """
+        import torch
+
+        def nullcontext():
+            return None
+
+        ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type)
+        loss.backward()
+        """,
+        """
+        import torch
+        ctx = torch.autocast(device_type)
+        loss.backward()
+        """,
     )
     INVALID = (
         # nanoGPT's dtype probes CUDA: the runtime chooses per device instead.
         Invalid(
-            (
-                "import torch\nfrom contextlib import nullcontext\n"
-                "dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'\n"
-                "ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
-                "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)\n"
-                "loss.backward()\n"
-            ),
-            fixed=(
-                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
-                "dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'\n"
-                "ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]\n"
-                "ctx = amplint.runtime.autocast(device_type)\n"
-                "loss.backward()\n"
-            ),
+            """
+              import torch
+              from contextlib import nullcontext
+            + import amplint.runtime
+              dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
+              ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]
+            - ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+            + ctx = amplint.runtime.autocast(device_type)
+              loss.backward()
+            """,
             unsafe=True,
-            line=5,
-            column=7,
-            message="use `amplint.runtime.autocast(device, dtype=...)`",
+            line=5, column=7, message="use `amplint.runtime.autocast(device, dtype=...)`",
         ),
         Invalid(
-            (
-                "from contextlib import nullcontext\n\nimport torch\n\n"
-                "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
-                "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)\n"
-                "with ctx:\n    loss = model(x)\nloss.backward()\n"
-            ),
-            fixed=(
-                "from contextlib import nullcontext\n\nimport torch\nimport amplint.runtime\n\n"
-                "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
-                "ctx = amplint.runtime.autocast(device_type, dtype=ptdtype)\n"
-                "with ctx:\n    loss = model(x)\nloss.backward()\n"
-            ),
+            """
+              from contextlib import nullcontext
+
+              import torch
+            + import amplint.runtime
+
+              device_type = 'cuda' if 'cuda' in device else 'cpu'
+            - ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+            + ctx = amplint.runtime.autocast(device_type, dtype=ptdtype)
+              with ctx:
+                  loss = model(x)
+              loss.backward()
+            """,
             unsafe=True,
-            line=6,
-            column=7,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=6, column=7, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
-            (
-                "import contextlib\nimport torch\n\ndef train(model, x, device, optimizer):\n"
-                "    with torch.autocast('cuda', enabled=use_amp) if device.type == 'cuda' else contextlib.nullcontext():\n"
-                "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
-            ),
-            fixed=(
-                "import contextlib\nimport torch\nimport amplint.runtime\n\ndef train(model, x, device, optimizer):\n"
-                "    with amplint.runtime.autocast(device, dtype=torch.float16, enabled=use_amp):\n"
-                "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
-            ),
+            """
+              import contextlib
+              import torch
+            + import amplint.runtime
+
+              def train(model, x, device, optimizer):
+            -     with torch.autocast('cuda', enabled=use_amp) if device.type == 'cuda' else contextlib.nullcontext():
+            +     with amplint.runtime.autocast(device, dtype=torch.float16, enabled=use_amp):
+                      loss = model(x)
+                  loss.backward()
+                  optimizer.step()
+            """,
             unsafe=True,
-            line=5,
-            column=10,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=5, column=10, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
         Invalid(
-            (
-                "import torch\nfrom contextlib import nullcontext\n"
-                "amp_ctx = torch.cuda.amp.autocast(dtype=torch.bfloat16) if torch.cuda.is_available() else nullcontext()\n"
-                "with amp_ctx:\n    loss = m(x)\nloss.backward()\n"
-            ),
-            fixed=(
-                "import torch\nfrom contextlib import nullcontext\nimport amplint.runtime\n"
-                "amp_ctx = amplint.runtime.autocast(dtype=torch.bfloat16)\n"
-                "with amp_ctx:\n    loss = m(x)\nloss.backward()\n"
-            ),
+            """
+              import torch
+              from contextlib import nullcontext
+            - amp_ctx = torch.cuda.amp.autocast(dtype=torch.bfloat16) if torch.cuda.is_available() else nullcontext()
+            + import amplint.runtime
+            + amp_ctx = amplint.runtime.autocast(dtype=torch.bfloat16)
+              with amp_ctx:
+                  loss = m(x)
+              loss.backward()
+            """,
             unsafe=True,
-            line=3,
-            column=11,
-            message="Autocast is replaced by `nullcontext()` off CUDA",
+            line=3, column=11, message="Autocast is replaced by `nullcontext()` off CUDA",
         ),
     )
 

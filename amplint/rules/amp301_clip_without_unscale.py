@@ -66,61 +66,71 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
 
     VALID = (
-        (
-            "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
-            "    scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n"
-            "    scaler.step(opt)\n    scaler.update()\n"
-        ),
-        (
-            "import torch\n\ndef step(m, loss, opt):\n    loss.backward()\n"
-            "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    opt.step()\n"
-        ),
-        (
-            "def clip_grad_norm_(params, value):\n    pass\n\ndef step(m, loss, opt, scaler):\n"
-            "    scaler.scale(loss).backward()\n    clip_grad_norm_(m.parameters(), 1.0)\n"
-            "    scaler.step(opt)\n    scaler.update()\n"
-        ),
-        (
-            "def step(m, loss, opt, scaler, accelerator):\n    scaler.scale(loss).backward()\n"
-            "    accelerator.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
-        ),
+        """
+        import torch
+
+        def step(m, loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        """,
+        """
+        import torch
+
+        def step(m, loss, opt):
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
+        """,
+        """
+        def clip_grad_norm_(params, value):
+            pass
+
+        def step(m, loss, opt, scaler):
+            scaler.scale(loss).backward()
+            clip_grad_norm_(m.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        """,
+        """
+        def step(m, loss, opt, scaler, accelerator):
+            scaler.scale(loss).backward()
+            accelerator.clip_grad_norm_(m.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        """,
     )
     INVALID = (
         Invalid(
-            (
-                "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
-                "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
-            ),
-            fixed=(
-                "import torch\n\ndef step(m, loss, opt, scaler):\n    scaler.scale(loss).backward()\n"
-                "    scaler.unscale_(opt)\n"
-                "    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
-            ),
-            line=5,
-            column=5,
-            message="clipped while still scaled by `scaler`",
+            """
+              import torch
+
+              def step(m, loss, opt, scaler):
+                  scaler.scale(loss).backward()
+            +     scaler.unscale_(opt)
+                  torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+                  scaler.step(opt)
+                  scaler.update()
+            """,
+            line=5, column=5, message="clipped while still scaled by `scaler`",
         ),
         Invalid(
-            (
-                "from torch.nn.utils import clip_grad_norm_\n\nclass T:\n    def train(self, loader):\n"
-                "        for i, (x, y) in enumerate(loader):\n"
-                "            self.scaler.scale(self.loss(x, y) / 4).backward()\n"
-                "            if (i + 1) % 4 == 0:\n"
-                "                grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)\n"
-                "                self.scaler.step(self.optimizer)\n                self.scaler.update()\n"
-            ),
-            fixed=(
-                "from torch.nn.utils import clip_grad_norm_\n\nclass T:\n    def train(self, loader):\n"
-                "        for i, (x, y) in enumerate(loader):\n"
-                "            self.scaler.scale(self.loss(x, y) / 4).backward()\n"
-                "            if (i + 1) % 4 == 0:\n"
-                "                self.scaler.unscale_(self.optimizer)\n"
-                "                grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)\n"
-                "                self.scaler.step(self.optimizer)\n                self.scaler.update()\n"
-            ),
-            line=8,
-            column=29,
-            message="clipped while still scaled by `self.scaler`",
+            """
+              from torch.nn.utils import clip_grad_norm_
+
+              class T:
+                  def train(self, loader):
+                      for i, (x, y) in enumerate(loader):
+                          self.scaler.scale(self.loss(x, y) / 4).backward()
+                          if (i + 1) % 4 == 0:
+            +                 self.scaler.unscale_(self.optimizer)
+                              grad_norm = clip_grad_norm_(self.model.parameters(), self.max_norm)
+                              self.scaler.step(self.optimizer)
+                              self.scaler.update()
+            """,
+            line=8, column=29, message="clipped while still scaled by `self.scaler`",
         ),
     )
 

@@ -96,177 +96,258 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
 
     VALID = (
         # A property that may fall off its end (returns None) gives no known dtype.
-        (
-            "import torch\n\nclass Trainer:\n    def __init__(self, amp):\n        self.amp = amp\n"
-            "        self.scaler = torch.amp.GradScaler('cuda')\n\n"
-            "    @property\n    def amp_dtype(self):\n        if self.amp == 'bf16':\n            return torch.bfloat16\n\n"
-            "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n            loss = self.model(x)\n"
-            "        self.scaler.scale(loss).backward()\n"
-        ),
-        (
-            "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=(dtype == 'float16'))\n"
-            "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
-        ),
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda'):\n    pass\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=amp_dtype):\n    pass\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
-        (
-            "import torch\n\ndef make():\n    return torch.amp.GradScaler('cuda')\n\n"
-            "def step():\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        pass\n"
-        ),
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, amp):
+                self.amp = amp
+                self.scaler = torch.amp.GradScaler('cuda')
+
+            @property
+            def amp_dtype(self):
+                if self.amp == 'bf16':
+                    return torch.bfloat16
+
+            def step(self, x):
+                with torch.autocast('cuda', dtype=self.amp_dtype):
+                    loss = self.model(x)
+                self.scaler.scale(loss).backward()
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda', enabled=(dtype == 'float16'))
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            pass
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda')
+        with torch.autocast('cuda'):
+            pass
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda')
+        with torch.autocast('cuda', dtype=amp_dtype):
+            pass
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda', enabled=False)
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            pass
+        """,
+        """
+        import torch
+
+        def make():
+            return torch.amp.GradScaler('cuda')
+
+        def step():
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                pass
+        """,
         # The float16 path builds it: right. A flag that names float16 too is the author's (VAR).
-        "import torch\nscaler = torch.amp.GradScaler('cuda') if args.fp16 else None\n"
-        "with torch.autocast('cuda', dtype=torch.bfloat16 if args.bf16 else torch.float16):\n    pass\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda') if using_fp16_rather_bf16 else None\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda') if not args.bf16 else None\n",
-        "import torch\nif args.bf16:\n    scaler = None\nelse:\n    scaler = torch.amp.GradScaler('cuda')\n",
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda') if args.fp16 else None
+        with torch.autocast('cuda', dtype=torch.bfloat16 if args.bf16 else torch.float16):
+            pass
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda') if using_fp16_rather_bf16 else None
+        """,
+        """
+        import torch
+        scaler = torch.amp.GradScaler('cuda') if not args.bf16 else None
+        """,
+        """
+        import torch
+        if args.bf16:
+            scaler = None
+        else:
+            scaler = torch.amp.GradScaler('cuda')
+        """,
         # A frozen bfloat16 module (diffusers' VAE) beside a trained float32 one.
-        (
-            "import torch\nvae.requires_grad_(False)\nvae.to(device, dtype=torch.bfloat16)\n"
-            "scaler = torch.amp.GradScaler('cuda')\n"
-        ),
+        """
+        import torch
+        vae.requires_grad_(False)
+        vae.to(device, dtype=torch.bfloat16)
+        scaler = torch.amp.GradScaler('cuda')
+        """,
         # Another class's bfloat16 autocast is not this scaler's business.
-        (
-            "import torch\n\nclass A:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
-            "class B:\n    def step(self):\n        with torch.autocast('cuda', dtype=torch.bfloat16):\n            pass\n"
-        ),
+        """
+        import torch
+
+        class A:
+            def __init__(self):
+                self.scaler = torch.amp.GradScaler('cuda')
+
+        class B:
+            def step(self):
+                with torch.autocast('cuda', dtype=torch.bfloat16):
+                    pass
+        """,
         # One block of unknown dtype in the class: silent.
-        (
-            "import torch\n\nclass T:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
-            "    def a(self):\n        with torch.autocast('cuda', dtype=torch.bfloat16):\n            pass\n\n"
-            "    def b(self, dt):\n        with torch.autocast('cuda', dtype=dt):\n            pass\n"
-        ),
+        """
+        import torch
+
+        class T:
+            def __init__(self):
+                self.scaler = torch.amp.GradScaler('cuda')
+
+            def a(self):
+                with torch.autocast('cuda', dtype=torch.bfloat16):
+                    pass
+
+            def b(self, dt):
+                with torch.autocast('cuda', dtype=dt):
+                    pass
+        """,
     )
     INVALID = (
         # The dtype is a property returning a dtype on an if/elif chain (efficientvit).
         Invalid(
-            (
-                "import torch\n\nclass Trainer:\n    def __init__(self, amp):\n        self.amp = amp\n"
-                "        self.scaler = torch.amp.GradScaler('cuda', enabled=self.amp != 'fp32')\n\n"
-                "    @property\n    def amp_dtype(self):\n        if self.amp == 'fp16':\n            return torch.float16\n"
-                "        elif self.amp == 'bf16':\n            return torch.bfloat16\n        else:\n            return torch.float32\n\n"
-                "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n            loss = self.model(x)\n"
-                "        self.scaler.scale(loss).backward()\n"
-            ),
-            line=6,
-            column=23,
-            message="autocast may run in bfloat16",
+            """
+            import torch
+
+            class Trainer:
+                def __init__(self, amp):
+                    self.amp = amp
+                    self.scaler = torch.amp.GradScaler('cuda', enabled=self.amp != 'fp32')
+
+                @property
+                def amp_dtype(self):
+                    if self.amp == 'fp16':
+                        return torch.float16
+                    elif self.amp == 'bf16':
+                        return torch.bfloat16
+                    else:
+                        return torch.float32
+
+                def step(self, x):
+                    with torch.autocast('cuda', dtype=self.amp_dtype):
+                        loss = self.model(x)
+                    self.scaler.scale(loss).backward()
+            """,
+            line=6, column=23, message="autocast may run in bfloat16",
         ),
         Invalid(
-            (
-                "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
-            ),
-            fixed=(
-                "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n"
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
-            ),
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            """
+              import torch
+            - scaler = torch.amp.GradScaler('cuda')
+            + scaler = torch.amp.GradScaler('cuda', enabled=False)
+              with torch.autocast('cuda', dtype=torch.bfloat16):
+                  pass
+            """,
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
-            (
-                "import torch\n\ndef train(args):\n"
-                "    ptdtype = torch.bfloat16 if args.bf16 else torch.float16\n"
-                "    scaler = torch.cuda.amp.GradScaler(enabled=args.amp)\n"
-                "    with torch.autocast('cuda', dtype=ptdtype):\n        pass\n"
-            ),
-            fixed=(
-                "import torch\n\ndef train(args):\n"
-                "    ptdtype = torch.bfloat16 if args.bf16 else torch.float16\n"
-                "    scaler = torch.cuda.amp.GradScaler(enabled=(args.amp and ptdtype == torch.float16))\n"
-                "    with torch.autocast('cuda', dtype=ptdtype):\n        pass\n"
-            ),
-            line=5,
-            column=14,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            """
+              import torch
+
+              def train(args):
+                  ptdtype = torch.bfloat16 if args.bf16 else torch.float16
+            -     scaler = torch.cuda.amp.GradScaler(enabled=args.amp)
+            +     scaler = torch.cuda.amp.GradScaler(enabled=(args.amp and ptdtype == torch.float16))
+                  with torch.autocast('cuda', dtype=ptdtype):
+                      pass
+            """,
+            line=5, column=14, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
-            "import torch\nscaler = torch.amp.GradScaler()\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
-            fixed=(
-                "import torch\nscaler = torch.amp.GradScaler(enabled=False)\n"
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
-            ),
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            """
+              import torch
+            - scaler = torch.amp.GradScaler()
+            + scaler = torch.amp.GradScaler(enabled=False)
+              with torch.autocast('cuda', dtype=torch.bfloat16):
+                  pass
+            """,
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         Invalid(
-            "import torch\nscaler = torch.amp.GradScaler('cpu', enabled=True)\nwith torch.autocast('cpu'):\n    pass\n",
-            fixed="import torch\nscaler = torch.amp.GradScaler('cpu', enabled=False)\nwith torch.autocast('cpu'):\n    pass\n",
-            line=2,
-            column=10,
-            message="GradScaler is enabled although autocast may run in bfloat16",
+            """
+              import torch
+            - scaler = torch.amp.GradScaler('cpu', enabled=True)
+            + scaler = torch.amp.GradScaler('cpu', enabled=False)
+              with torch.autocast('cpu'):
+                  pass
+            """,
+            line=2, column=10, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
         # The seed documents' Trainer: scaler in __init__, bfloat16 autocast in train_step.
         Invalid(
-            (
-                "import torch\n\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
-                "        self.scaler = torch.amp.GradScaler('cuda')\n\n"
-                "    def train_step(self, batch):\n"
-                "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = self.model(batch)\n"
-                "        self.scaler.scale(loss).backward()\n"
-            ),
-            fixed=(
-                "import torch\n\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n"
-                "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n\n"
-                "    def train_step(self, batch):\n"
-                "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = self.model(batch)\n"
-                "        self.scaler.scale(loss).backward()\n"
-            ),
-            line=6,
-            column=23,
-            message="autocast may run in bfloat16",
+            """
+              import torch
+
+              class Trainer:
+                  def __init__(self, model):
+                      self.model = model
+            -         self.scaler = torch.amp.GradScaler('cuda')
+            +         self.scaler = torch.amp.GradScaler('cuda', enabled=False)
+
+                  def train_step(self, batch):
+                      with torch.autocast('cuda', dtype=torch.bfloat16):
+                          loss = self.model(batch)
+                      self.scaler.scale(loss).backward()
+            """,
+            line=6, column=23, message="autocast may run in bfloat16",
         ),
         # A module-level scaler and a training function's if/elif dtype chain.
         Invalid(
-            (
-                "import torch\nscaler = torch.amp.GradScaler('cuda')\n\ndef train(args):\n"
-                "    if args.precision == 'bf16':\n        dtype = torch.bfloat16\n"
-                "    elif args.precision == 'fp16':\n        dtype = torch.float16\n"
-                "    else:\n        dtype = torch.float32\n"
-                "    with torch.autocast('cuda', dtype=dtype):\n        pass\n"
-            ),
-            line=2,
-            column=10,
-            message="autocast may run in bfloat16",
+            """
+            import torch
+            scaler = torch.amp.GradScaler('cuda')
+
+            def train(args):
+                if args.precision == 'bf16':
+                    dtype = torch.bfloat16
+                elif args.precision == 'fp16':
+                    dtype = torch.float16
+                else:
+                    dtype = torch.float32
+                with torch.autocast('cuda', dtype=dtype):
+                    pass
+            """,
+            line=2, column=10, message="autocast may run in bfloat16",
         ),
         # Built only when bfloat16 is on (I-JEPA).
         Invalid(
-            "import torch\nscaler = torch.amp.GradScaler('cuda') if use_bfloat16 else None\n",
-            line=2,
-            column=10,
-            message="built only when bfloat16 is selected (`use_bfloat16`)",
+            """
+            import torch
+            scaler = torch.amp.GradScaler('cuda') if use_bfloat16 else None
+            """,
+            line=2, column=10, message="built only when bfloat16 is selected (`use_bfloat16`)",
         ),
         Invalid(
-            "import torch\nif args.precision == 'bf16':\n    scaler = torch.amp.GradScaler('cuda')\n",
-            line=3,
-            column=14,
-            message="built only when bfloat16 is selected",
+            """
+            import torch
+            if args.precision == 'bf16':
+                scaler = torch.amp.GradScaler('cuda')
+            """,
+            line=3, column=14, message="built only when bfloat16 is selected",
         ),
         # Weights loaded in bfloat16 with an enabled scaler: the unscale raises.
         Invalid(
-            (
-                "import torch\nfrom transformers import AutoModel\n"
-                "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16)\n"
-                "scaler = torch.amp.GradScaler('cuda')\n"
-            ),
-            fixed=(
-                "import torch\nfrom transformers import AutoModel\n"
-                "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16)\n"
-                "scaler = torch.amp.GradScaler('cuda', enabled=False)\n"
-            ),
-            line=4,
-            column=10,
-            message="the model's weights are bfloat16 (line 3)",
+            """
+              import torch
+              from transformers import AutoModel
+              model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16)
+            - scaler = torch.amp.GradScaler('cuda')
+            + scaler = torch.amp.GradScaler('cuda', enabled=False)
+            """,
+            line=4, column=10, message="the model's weights are bfloat16 (line 3)",
         ),
         Invalid(
-            "import torch\nmodel = Net().cuda().bfloat16()\nscaler = torch.amp.GradScaler('cuda', enabled=True)\n",
-            fixed="import torch\nmodel = Net().cuda().bfloat16()\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n",
-            line=3,
-            column=10,
-            message="not implemented for 'BFloat16'",
+            """
+              import torch
+              model = Net().cuda().bfloat16()
+            - scaler = torch.amp.GradScaler('cuda', enabled=True)
+            + scaler = torch.amp.GradScaler('cuda', enabled=False)
+            """,
+            line=3, column=10, message="not implemented for 'BFloat16'",
         ),
     )
 

@@ -77,116 +77,159 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     requires = (frozenset({".step", ".unscale_"}),)
 
     VALID = (
-        "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
-        (
-            "def f(loss, opt1, opt2, scaler):\n    scaler.scale(loss).backward()\n"
-            "    scaler.step(opt1)\n    scaler.step(opt2)\n    scaler.update()\n"
-        ),
-        (
-            "def f(loss, optimizer, scaler):\n    if scaler is not None:\n        scaler.scale(loss).backward()\n"
-            "        scaler.step(optimizer)\n        scaler.update()\n    else:\n        loss.backward()\n"
-            "        optimizer.step()\n"
-        ),
-        (
-            "def f(loss, scaler, accelerator, opt):\n    optimizer = accelerator.prepare(opt)\n"
-            "    scaler.scale(loss).backward()\n    optimizer.step()\n"
-        ),
-        (
-            "class T:\n    def step(self):\n        self.scaler.step(self.optimizer)\n\n"
-            "    def after(self):\n        self.scaler.update()\n"
-        ),
+        """
+        def f(loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """,
+        """
+        def f(loss, opt1, opt2, scaler):
+            scaler.scale(loss).backward()
+            scaler.step(opt1)
+            scaler.step(opt2)
+            scaler.update()
+        """,
+        """
+        def f(loss, optimizer, scaler):
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+        """,
+        """
+        def f(loss, scaler, accelerator, opt):
+            optimizer = accelerator.prepare(opt)
+            scaler.scale(loss).backward()
+            optimizer.step()
+        """,
+        """
+        class T:
+            def step(self):
+                self.scaler.step(self.optimizer)
+
+            def after(self):
+                self.scaler.update()
+        """,
         # A helper handed the scaler steps the optimizers; its caller updates (nerfstudio).
-        "def step_all(optimizers, scaler):\n    for optimizer in optimizers:\n        scaler.step(optimizer)\n",
+        """
+        def step_all(optimizers, scaler):
+            for optimizer in optimizers:
+                scaler.step(optimizer)
+        """,
         # A caller in this file passes its scaler to the full step, then updates it.
-        (
-            "def train_step(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
-            "def train(losses, opt, scaler):\n    for loss in losses:\n        train_step(loss, opt, scaler)\n"
-            "        scaler.update()\n"
-        ),
+        """
+        def train_step(loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+
+        def train(losses, opt, scaler):
+            for loss in losses:
+                train_step(loss, opt, scaler)
+                scaler.update()
+        """,
         # The caller updates the scaler it passed in.
-        (
-            "def train_step(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
-            "scaler = make_scaler()\nfor loss in losses:\n    train_step(loss, opt, scaler)\n    scaler.update()\n"
-        ),
-        (
-            "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-            "    scaler.step(opt)\n    scaler.update()\n    scaler.unscale_(opt)\n"
-        ),
+        """
+        def train_step(loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+
+        scaler = make_scaler()
+        for loss in losses:
+            train_step(loss, opt, scaler)
+            scaler.update()
+        """,
+        """
+        def f(loss, opt, scaler):
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            scaler.step(opt)
+            scaler.update()
+            scaler.unscale_(opt)
+        """,
     )
     INVALID = (
         # Another function's parameter of the same name is another scaler.
         Invalid(
-            (
-                "def f(loss, optimizers, scaler):\n    scaler.scale(loss).backward()\n"
-                "    for optimizer in optimizers:\n        scaler.step(optimizer)\n"
-            ),
+            """
+            def f(loss, optimizers, scaler):
+                scaler.scale(loss).backward()
+                for optimizer in optimizers:
+                    scaler.step(optimizer)
+            """,
             fixed=None,  # an update per optimizer is not one per iteration
-            line=4,
-            column=9,
-            message="`scaler.step()` without `scaler.update()`",
+            line=4, column=9, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
-            (
-                "def train_a(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n\n"
-                "def train_b(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
-                "    scaler.update()\n"
-            ),
-            fixed=(
-                "def train_a(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
-                "    scaler.update()\n\n"
-                "def train_b(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
-                "    scaler.update()\n"
-            ),
+            """
+              def train_a(loss, opt, scaler):
+                  scaler.scale(loss).backward()
+                  scaler.step(opt)
+            +     scaler.update()
+
+              def train_b(loss, opt, scaler):
+                  scaler.scale(loss).backward()
+                  scaler.step(opt)
+                  scaler.update()
+            """,
             count=1,
-            line=3,
-            column=5,
-            message="`scaler.step()` without `scaler.update()`",
+            line=3, column=5, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
-            (
-                "class A:\n    def step(self):\n        self.scaler.step(self.opt)\n\n"
-                "class B:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n"
-            ),
-            fixed=(
-                "class A:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n\n"
-                "class B:\n    def step(self):\n        self.scaler.step(self.opt)\n        self.scaler.update()\n"
-            ),
+            """
+              class A:
+                  def step(self):
+                      self.scaler.step(self.opt)
+            +         self.scaler.update()
+
+              class B:
+                  def step(self):
+                      self.scaler.step(self.opt)
+                      self.scaler.update()
+            """,
             count=1,
-            line=3,
-            column=9,
-            message="`self.scaler.step()` without `self.scaler.update()`",
+            line=3, column=9, message="`self.scaler.step()` without `self.scaler.update()`",
         ),
         Invalid(
-            "def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    log()\n",
-            fixed="def f(loss, opt, scaler):\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n    log()\n",
-            line=3,
-            column=5,
-            message="`scaler.step()` without `scaler.update()`",
+            """
+              def f(loss, opt, scaler):
+                  scaler.scale(loss).backward()
+                  scaler.step(opt)
+            +     scaler.update()
+                  log()
+            """,
+            line=3, column=5, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
-            (
-                "import torch\nscaler = torch.amp.GradScaler('cuda')\nopt = torch.optim.AdamW(params)\n"
-                "for x in data:\n    scaler.scale(model(x)).backward()\n    opt.step()\n    opt.zero_grad()\n"
-            ),
-            fixed=(
-                "import torch\nscaler = torch.amp.GradScaler('cuda')\nopt = torch.optim.AdamW(params)\n"
-                "for x in data:\n    scaler.scale(model(x)).backward()\n    scaler.step(opt)\n"
-                "    scaler.update()\n    opt.zero_grad()\n"
-            ),
+            """
+              import torch
+              scaler = torch.amp.GradScaler('cuda')
+              opt = torch.optim.AdamW(params)
+              for x in data:
+                  scaler.scale(model(x)).backward()
+            -     opt.step()
+            +     scaler.step(opt)
+            +     scaler.update()
+                  opt.zero_grad()
+            """,
             count=1,
-            line=6,
-            column=5,
-            message="use `scaler.step(opt)`",
+            line=6, column=5, message="use `scaler.step(opt)`",
         ),
         Invalid(
-            (
-                "def f(loss, optimizer, scaler):\n    scaler.scale(loss).backward()\n    scaler.unscale_(optimizer)\n"
-                "    clip()\n    scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n    scaler.update()\n"
-            ),
+            """
+            def f(loss, optimizer, scaler):
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                clip()
+                scaler.unscale_(optimizer)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
             fixed=None,
-            line=5,
-            column=5,
-            message="`scaler.unscale_(optimizer)` called twice before `step`",
+            line=5, column=5, message="`scaler.unscale_(optimizer)` called twice before `step`",
         ),
     )
 

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from amplint.runtime._amp import autocast
 from amplint.runtime._devices import amp_dtype, autocast_usable
@@ -94,6 +94,14 @@ class AmpCheck:
                 f"AMP {_size(self.amp_peak_memory)}"
             )
         return "\n".join(lines)
+
+
+class _Timing(NamedTuple):
+    """One way of running the step (float32 or AMP), as :class:`AmpCheck` reports it."""
+
+    seconds: float
+    peak_memory: int | None
+    saved_bytes: int
 
 
 def _size(count: int) -> str:
@@ -206,7 +214,7 @@ def amp_check(
             loss = torch.stack([t.float().sum() for t in outputs]).sum()
             torch.autograd.grad(loss, params, allow_unused=True)
 
-    def measure(mixed: bool) -> tuple[float, int | None, int]:
+    def measure(mixed: bool) -> _Timing:
         saved = _SavedBytes(exclude)
         synchronize(device)
         if memory_api is not None:
@@ -227,14 +235,14 @@ def amp_check(
             step(mixed)
             synchronize(device)
             times.append(time.perf_counter() - start)
-        return statistics.median(times), peak, saved.total
+        return _Timing(statistics.median(times), peak, saved.total)
 
     rng = RngReplay(device)
     try:
         with autocast(device, chosen):
             module_dtypes, output_dtypes = _module_dtypes(model, sample_inputs)
-        fp32_seconds, fp32_peak, fp32_saved = measure(False)
-        amp_seconds, amp_peak, amp_saved = measure(True)
+        fp32 = measure(False)
+        amp = measure(True)
     finally:
         rng.rewind()
         with torch.no_grad():
@@ -250,12 +258,12 @@ def amp_check(
         low_precision_modules=low,
         modules=len(module_dtypes),
         backward=backward,
-        fp32_seconds=fp32_seconds,
-        amp_seconds=amp_seconds,
-        fp32_peak_memory=fp32_peak,
-        amp_peak_memory=amp_peak,
-        fp32_saved_bytes=fp32_saved,
-        amp_saved_bytes=amp_saved,
+        fp32_seconds=fp32.seconds,
+        amp_seconds=amp.seconds,
+        fp32_peak_memory=fp32.peak_memory,
+        amp_peak_memory=amp.peak_memory,
+        fp32_saved_bytes=fp32.saved_bytes,
+        amp_saved_bytes=amp.saved_bytes,
     )
     if strict and not result.autocast_active:
         reason = (
