@@ -6,7 +6,7 @@ file (names, bindings, scopes) build on these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import libcst as cst
 
@@ -84,19 +84,33 @@ def bool_value(node: cst.BaseExpression) -> bool | None:
 def call_arguments(call: cst.Call, order: Sequence[str]) -> dict[str, cst.BaseExpression] | None:
     """Map a call's arguments to parameter names by ``order`` for the positional ones;
     None if it unpacks ``*args``/``**kw`` or passes more positional arguments than named."""
+    matched = match_arguments(call.args, order)
+    return matched[0] if matched is not None else None
+
+
+def match_arguments(
+    args: Sequence[cst.Arg], positional: Sequence[str], keywords: Collection[str] | None = None
+) -> tuple[dict[str, cst.BaseExpression], dict[str, cst.BaseExpression]] | None:
+    """Arguments by parameter name: positional ones in the order of ``positional``,
+    keywords by their name; a keyword not among ``keywords`` (when given) goes to the
+    second mapping, what a ``**kwargs`` parameter would receive. None if they unpack
+    ``*args``/``**kw`` or pass more positional arguments than named."""
     mapped: dict[str, cst.BaseExpression] = {}
+    rest: dict[str, cst.BaseExpression] = {}
     position = 0
-    for arg in call.args:
+    for arg in args:
         if arg.star:
             return None
         if arg.keyword is None:
-            if position >= len(order):
+            if position >= len(positional):
                 return None
-            mapped[order[position]] = arg.value
+            mapped[positional[position]] = arg.value
             position += 1
-        else:
+        elif keywords is None or arg.keyword.value in keywords:
             mapped[arg.keyword.value] = arg.value
-    return mapped
+        else:
+            rest[arg.keyword.value] = arg.value
+    return mapped, rest
 
 
 def assigned_names(statement: cst.BaseStatement) -> set[str]:

@@ -42,7 +42,7 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import bool_value
+from amplint.analysis.syntax import bool_value, match_arguments
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
 from amplint.engine.context import SourceContext
@@ -211,26 +211,12 @@ class AutocastWrappers:
         order = torch_api.DEPRECATED_AUTOCAST_ORDER if found is not None and found.deprecated else torch_api.AUTOCAST_ORDER
         parameters = {param.name.value for param in _all_params(function)}
         kwargs = function.params.star_kwarg.name.value if function.params.star_kwarg is not None else None
-        recorded: dict[str, Source] = {}
-        forwards = False
-        position = 0
-        for arg in args:
-            if arg.star == "**":
-                if not (isinstance(arg.value, cst.Name) and arg.value.value == kwargs):
-                    return None
-                forwards = True
-                continue
-            if arg.star:
-                return None
-            if arg.keyword is None:
-                if position >= len(order):
-                    return None
-                keyword = order[position]
-                position += 1
-            else:
-                keyword = arg.keyword.value
-            if keyword in RECORDED:
-                recorded[keyword] = self._argument_source(arg.value, parameters)
+        forwarded = [arg for arg in args if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == kwargs]
+        matched = match_arguments([arg for arg in args if all(arg is not other for other in forwarded)], order)
+        if matched is None:
+            return None
+        recorded = {key: self._argument_source(value, parameters) for key, value in matched[0].items() if key in RECORDED}
+        forwards = bool(forwarded)
         return {"kind": kind, "autocast": qualified, "arguments": recorded, "forwards": forwards}
 
     def _argument_source(self, value: cst.BaseExpression, parameters: set[str]) -> Source:
@@ -293,25 +279,10 @@ def bind(found: FoundWrapper, call: cst.Call) -> tuple[dict[str, cst.BaseExpress
     unknown keyword, too many positional arguments)."""
     record = found.record
     positional = [name for name, _ in record["params"]][1 if found.bound else 0 :]
-    named = set(positional) | {name for name, _ in record["kwonly"]}
-    by_param: dict[str, cst.BaseExpression] = {}
-    extra: dict[str, cst.BaseExpression] = {}
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(positional):
-                return None
-            by_param[positional[position]] = arg.value
-            position += 1
-        elif arg.keyword.value in named:
-            by_param[arg.keyword.value] = arg.value
-        elif record["kwargs"] is not None:
-            extra[arg.keyword.value] = arg.value
-        else:
-            return None
-    return by_param, extra
+    matched = match_arguments(call.args, positional, {*positional, *(name for name, _ in record["kwonly"])})
+    if matched is None or (matched[1] and record["kwargs"] is None):
+        return None
+    return matched
 
 
 def default_of(record: Wrapper, param: str) -> Source | None:
