@@ -343,3 +343,48 @@ def test_methods_inherited_from_a_base_class_in_another_file(tmp_path: Path) -> 
     assert (code, row) == ("AMP105", 7)
     assert _check(root, "override.py", "AMP103") == []
     assert _check(root, "mixin.py", "AMP103") == []
+
+
+def test_a_dtype_property_inherited_from_a_base_trainer_in_another_file(tmp_path: Path) -> None:
+    # efficientvit: the base trainer's `amp_dtype` property picks the dtype by a string;
+    # the subclass in another file builds an enabled scaler and autocasts with it.
+    base = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, amp='fp32'):\n        self.amp = amp\n\n"
+        "    @property\n    def enable_amp(self):\n        return self.amp != 'fp32'\n\n"
+        "    @property\n    def amp_dtype(self):\n        if self.amp == 'fp16':\n            return torch.float16\n"
+        "        elif self.amp == 'bf16':\n            return torch.bfloat16\n        else:\n            return torch.float32\n\n"
+        "    @property\n    def other_dtype(self):\n        return self.config.dtype\n"
+    )
+    child = (
+        "import torch\nfrom trainer import Trainer\n\n\nclass SAMTrainer(Trainer):\n    def prep(self, amp):\n"
+        "        self.amp = amp\n        self.scaler = torch.amp.GradScaler('cuda', enabled=self.enable_amp)\n\n"
+        "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype, enabled=self.enable_amp):\n"
+        "            loss = self.model(x)\n        self.scaler.scale(loss).backward()\n"
+    )
+    root = _project(
+        tmp_path,
+        {
+            # The package re-exports its modules' names, as efficientvit's does.
+            "trainer/__init__.py": "from .base import *\nfrom .config import RunConfig as Config\n",
+            "trainer/base.py": base,
+            "trainer/config.py": "class RunConfig:\n    pass\n",
+            "sam.py": child,
+            "direct.py": child.replace("from trainer import Trainer", "from trainer.base import Trainer"),
+            "renamed.py": child.replace("from trainer import Trainer", "from trainer import Config as Trainer"),
+            # The subclass sets its own dtype: the base's property is not what runs.
+            "own.py": child.replace(
+                "class SAMTrainer(Trainer):\n",
+                "class SAMTrainer(Trainer):\n    @property\n    def amp_dtype(self):\n        return torch.float16\n\n",
+            ),
+            # The base's other property is not known statically.
+            "unknown.py": child.replace("self.amp_dtype", "self.other_dtype"),
+        },
+    )
+    ((code, row, message),) = _check(root, "sam.py", "AMP302")
+    assert (code, row) == ("AMP302", 8)
+    assert "bfloat16" in message
+    assert [(code, row) for code, row, _ in _check(root, "direct.py", "AMP302")] == [("AMP302", 8)]
+    # An explicit re-export is followed to its own module, which has no such property.
+    assert _check(root, "renamed.py", "AMP302") == []
+    assert _check(root, "own.py", "AMP302") == []
+    assert _check(root, "unknown.py", "AMP302") == []

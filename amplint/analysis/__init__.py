@@ -3,7 +3,7 @@
 Rules ask ``context.analysis`` (a :class:`FileAnalysis`) and nothing else. Each part is
 built from the parts below it, so the dependencies form a chain with no cycle::
 
-    tree ─ names ─ bindings ─ classes ─ values ─ compat ─ training ─ calls ─ wrappers ─ autocast ─ scalers ─ devices ─ project
+    tree ─ names ─ bindings ─ classes ─ calls ─ values ─ compat ─ training ─ wrappers ─ autocast ─ scalers ─ devices ─ project
 
 ``tree``: parents, ancestors, scopes, statements and the file index; ``names``: what a
 name or attribute resolves to; ``bindings``: what a name is bound to; ``classes``: what
@@ -51,10 +51,10 @@ class FileAnalysis:
         self.classes = Classes(self.tree)
         self.values = Values(self.names, self.bindings, self.classes)
         self.modules = ProjectModules(source, summarize_file)
-        self.member_values = Values(self.names, self.bindings, self.classes, members=True, modules=self.modules)
+        self.calls = CallTargets(source, self.tree, self.names, self.bindings, self.classes, self.modules)
+        self.member_values = Values(self.names, self.bindings, self.classes, members=True, modules=self.modules, calls=self.calls)
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
-        self.calls = CallTargets(source, self.tree, self.names, self.bindings, self.classes, self.modules)
         self.wrappers = AutocastWrappers(source, self.tree, self.names, self.bindings, self.member_values, self.calls, self.modules)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values, self.wrappers)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)

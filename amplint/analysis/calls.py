@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -34,8 +35,9 @@ from amplint.engine.context import SourceContext
 from amplint.engine.index import Summary
 
 Spec = dict[str, Any]
-# How many base classes a method is looked up through (``Trainer`` → ``BaseTrainer`` → …).
-MAX_BASES = 3
+# How many hops a lookup takes: to a base class (``Trainer`` → ``BaseTrainer``), or
+# through a re-export (``from .base import *``).
+MAX_STEPS = 6
 
 
 @dataclass(eq=False)
@@ -184,6 +186,23 @@ class CallTargets:
                 return str(found), ".".join(parts[cut:])
         return None
 
+    @functools.cached_property
+    def function_keys(self) -> dict[str, dict[str, Any]]:
+        """Every function key of this file (what ``lookup`` asks to know that a class
+        defines a method)."""
+        keys = (self.function_key(function) for function in self.tree.index.functions)
+        return {key: {} for key in keys if key is not None}
+
+    def find(self, spec: Spec, table: str, own: Callable[[], Summary]) -> tuple[str, Summary, str, Any] | None:
+        """``lookup`` from this file, for parts of the analysis that run before this file's
+        whole summary can be made: ``own()`` gives what it holds of ``table``."""
+        local: Summary = {**self.name_tables(), **own()}
+
+        def summary_of(path: str) -> Summary | None:
+            return local if Path(path).resolve() == Path(self.source.path).resolve() else self.modules.summary_of(Path(path))
+
+        return self.lookup(self.source.path, local, spec, table, summary_of)
+
     def lookup(
         self,
         path: str,
@@ -191,13 +210,16 @@ class CallTargets:
         spec: Spec,
         table: str,
         summary_of: Callable[[str], Summary | None],
+        steps: int = MAX_STEPS,
     ) -> tuple[str, Summary, str, Any] | None:
-        """The entry of ``table`` (``functions``, ``autocast_wrappers``) in the summary of
-        the file that defines the function ``spec`` names (``spec`` was recorded in the
+        """The entry of ``table`` (``functions``, ``autocast_wrappers``, ``members``) in the
+        summary of the file that defines what ``spec`` names (``spec`` was recorded in the
         file ``path``, whose summary is ``summary``): (its file, that file's summary, the
-        function key, the entry). A method a class does not define is looked up in its
-        base class, through at most ``MAX_BASES`` bases."""
-        for _ in range(MAX_BASES + 1):
+        key, the entry). A name a module re-exports (``from .base import *`` in a package's
+        ``__init__``) is followed to its module, and a method a class does not define to
+        its base class; ``steps`` bounds how many such hops are taken."""
+        while steps > 0:
+            steps -= 1
             found = self.target(path, spec)
             if found is None:
                 return None
@@ -210,12 +232,83 @@ class CallTargets:
             entry = summary.get(table, {}).get(key)
             if entry is not None:
                 return path, summary, key, entry
+            head, _, rest = key.partition(".")
+            if head not in _defined(summary):
+                reexport = summary.get("reexports", {}).get(head)
+                if reexport is not None:
+                    spec = _within(reexport, rest, spec)
+                    continue
+                for star in summary.get("stars", ()):
+                    inner = self.lookup(path, summary, _within(star, key, spec), table, summary_of, steps)
+                    if inner is not None:
+                        return inner
+                return None
             owner, _, method = key.rpartition(".")
             base = summary.get("bases", {}).get(owner) if owner and "." not in owner else None
             if base is None or key in summary.get("functions", {}):
                 return None  # not a class's method, or defined there (and not what is asked)
             spec = member_spec(base, method)
         return None
+
+    @functools.cached_property
+    def classes_defined(self) -> list[str]:
+        return [statement.name.value for statement in self.source.module.body if isinstance(statement, cst.ClassDef)]
+
+    @functools.cached_property
+    def reexports(self) -> dict[str, Spec]:
+        """What each name a module-level ``from … import name`` binds comes from (a module
+        whose ``__init__`` re-exports its package's classes)."""
+        found: dict[str, Spec] = {}
+        for statement in self._module_imports():
+            if isinstance(statement.names, cst.ImportStar):
+                continue
+            level = len(statement.relative)
+            module = cst.helpers.get_full_name_for_node(statement.module) if statement.module else ""
+            for alias in statement.names:
+                bound = alias.evaluated_alias or alias.evaluated_name
+                if module:
+                    found[bound] = {"import": module, "level": level, "attr": alias.evaluated_name}
+                else:
+                    found[bound] = {"import": alias.evaluated_name, "level": level, "attr": ""}
+        return found
+
+    @functools.cached_property
+    def stars(self) -> list[Spec]:
+        """The modules a module-level ``from … import *`` takes its names from."""
+        return [
+            {"import": cst.helpers.get_full_name_for_node(statement.module) or "", "level": len(statement.relative), "attr": ""}
+            for statement in self._module_imports()
+            if isinstance(statement.names, cst.ImportStar) and statement.module is not None
+        ]
+
+    def _module_imports(self) -> Iterator[cst.ImportFrom]:
+        for statement in self.source.module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                yield from (small for small in statement.body if isinstance(small, cst.ImportFrom))
+
+    def name_tables(self) -> Summary:
+        """The parts of the summary that ``lookup`` follows names through."""
+        return {
+            "functions": self.function_keys,
+            "classes": self.classes_defined,
+            "bases": self.bases,
+            "reexports": self.reexports,
+            "stars": self.stars,
+        }
+
+
+def _defined(summary: Summary) -> set[str]:
+    """The module-level names a summary's file defines (functions and classes)."""
+    return {key.split(".")[0] for key in summary.get("functions", {})} | set(summary.get("classes", ()))
+
+
+def _within(module: Spec, rest: str, spec: Spec) -> Spec:
+    """``rest`` (a key: ``Trainer.amp_dtype``) inside what the import spec ``module`` names."""
+    attr = ".".join(part for part in (str(module["attr"]), rest) if part)
+    found: Spec = {"import": module["import"], "level": module["level"], "attr": attr}
+    if spec.get("bound"):
+        found["bound"] = True
+    return found
 
 
 def member_spec(cls: Spec, method: str) -> Spec:

@@ -135,6 +135,15 @@ class Classes:
             dotted_name(element) == spelled for target in targets for element, _ in _pairs(target, None)
         )
 
+    def module_classes(self) -> list[cst.ClassDef]:
+        return [statement for statement in self.tree.source.module.body if isinstance(statement, cst.ClassDef)]
+
+    def attribute_names(self, cls: cst.ClassDef) -> list[str]:
+        """The attributes a class assigns or declares, and its read-only properties."""
+        names = list(self._members.get(cls, {}))
+        names += [m.name.value for m in self.methods(cls) if _is_property(m) and m.name.value not in names]
+        return names
+
     def class_named(self, name: str) -> cst.ClassDef | None:
         """The one class of the file called ``name`` (None if none, or several)."""
         found = [cls for cls in self.tree.index.classes if cls.name.value == name]

@@ -110,10 +110,11 @@ class ProjectAnalysis:
                 if spec is not None:
                     entry["calls"].append([spec, line])
         return {
+            **self.calls.name_tables(),
             "functions": functions,
             "constants": self._constants(),
             "autocast_wrappers": self.wrappers.defined,
-            "bases": self.calls.bases,
+            "members": self.values.class_members,
         }
 
     def _constants(self) -> dict[str, dict[str, list[str]]]:

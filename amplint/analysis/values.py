@@ -7,12 +7,14 @@ literal dict. Everything else is unknown (None), and rules stay silent on unknow
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.calls import CallTargets, member_spec
 from amplint.analysis.classes import Classes
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
@@ -38,6 +40,9 @@ class Values:
     members: bool = False
     # Constants of other project modules (``from config import AMP_DTYPE``); None: not asked.
     modules: ProjectModules | None = None
+    # Members inherited from a project base class (``self.amp_dtype`` defined by the base
+    # trainer in another file); None: not asked.
+    calls: CallTargets | None = None
 
     def string_values(self, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
         """The possible string values of ``node``, or None when not statically known."""
@@ -108,7 +113,7 @@ class Values:
         if constant is not None:
             return True, constant or None
         if isinstance(node, (cst.IfExp, cst.Name, cst.Attribute)):
-            return True, self._through(node, depth, reader)
+            return True, self._through(node, depth, reader, kind)
         return False, None
 
     def _constant(self, node: cst.BaseExpression, kind: str) -> frozenset[str] | None:
@@ -128,6 +133,7 @@ class Values:
         node: cst.IfExp | cst.Name | cst.Attribute,
         depth: int,
         evaluate: Callable[[cst.BaseExpression, int], frozenset[str] | None],
+        kind: str,
     ) -> frozenset[str] | None:
         """The values of either branch of a conditional, or of what a name (or, with
         ``members``, an attribute) is bound to: once, or once per branch of an if/elif chain."""
@@ -138,6 +144,8 @@ class Values:
             sources = [bound] if bound is not None else self.bindings.branch_values(node)
         else:
             sources = self._member_sources(node) if self.members else None
+            if sources is None and self.members:
+                return self._inherited(node, kind)
         if not sources:
             return None
         found = [evaluate(source, depth + 1) for source in sources]
@@ -154,6 +162,40 @@ class Values:
         if construction is None or spelled is None or self.classes.assigned_from_outside(spelled):
             return None
         return self.classes.construction_values(construction, node.attr.value)
+
+    def _inherited(self, node: cst.Attribute, kind: str) -> frozenset[str] | None:
+        """``self.attr`` that its class neither assigns nor defines, from the class's
+        project base class: what ``class_members`` says of it there."""
+        own = self.classes.instance_attribute(node)
+        if self.calls is None or own is None or self.classes.members(*own):
+            return None
+        cls, attr = own
+        if any(method.name.value == attr for method in self.classes.methods(cls)):
+            return None
+        base = self.calls.bases.get(cls.name.value) if isinstance(self.classes.tree.parent(cls), cst.Module) else None
+        if base is None:
+            return None
+        found = self.calls.find(member_spec(base, attr), "members", lambda: {"members": self.class_members})
+        entry = found[3] if found is not None else None
+        return frozenset(entry[kind]) if isinstance(entry, dict) and kind in entry else None
+
+    @functools.cached_property
+    def class_members(self) -> dict[str, dict[str, list[str]]]:
+        """The known values of each attribute of each module-level class (assigned in its
+        methods or body, or returned by a read-only property), by ``Class.attr``: for a
+        subclass in another file, which inherits them."""
+        table: dict[str, dict[str, list[str]]] = {}
+        for cls in self.classes.module_classes():
+            for attr in self.classes.attribute_names(cls):
+                sources = self.classes.attribute_values(cls, attr)
+                if not sources:
+                    continue
+                for kind, reader in (("dtypes", self.dtype_values), ("strings", self.string_values)):
+                    found = [reader(source, 1) for source in sources]
+                    if all(values is not None for values in found):
+                        table[f"{cls.name.value}.{attr}"] = {kind: sorted(frozenset().union(*found))}  # type: ignore[arg-type]
+                        break
+        return table
 
     def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
         """The one call that built ``base`` (``config = TrainConfig(...)``, or

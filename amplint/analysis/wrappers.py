@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -46,7 +45,6 @@ from amplint.analysis.syntax import bool_value, match_arguments
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
 from amplint.engine.context import SourceContext
-from amplint.engine.index import Summary
 
 # Context managers that do nothing: the other branch of "autocast or not".
 NO_OP_CONTEXTS = frozenset({"contextlib.nullcontext", "contextlib.suppress", "contextlib.ExitStack"})
@@ -249,28 +247,12 @@ class AutocastWrappers:
         spec = self.calls.function_spec(func)
         if spec is None:
             return None
-        found = self.calls.lookup(self.source.path, self._own_summary, spec, "autocast_wrappers", self._summary_of)
+        found = self.calls.find(spec, "autocast_wrappers", lambda: {"autocast_wrappers": self.defined})
         if found is None or not isinstance(found[3], dict):
             return None
         path, _summary, key, record = found
         bound = bool(spec.get("bound")) and "." in key and not record.get("static")
         return FoundWrapper(record, f"{self.modules.display(path)}:{record['line']}", bound)
-
-    @functools.cached_property
-    def _own_summary(self) -> Summary:
-        """What lookups need of this file's summary (the whole one needs the autocast blocks,
-        which need this)."""
-        keys = (self.calls.function_key(function) for function in self.tree.index.functions)
-        return {
-            "functions": {key: {} for key in keys if key is not None},
-            "autocast_wrappers": self.defined,
-            "bases": self.calls.bases,
-        }
-
-    def _summary_of(self, path: str) -> Summary | None:
-        if Path(path).resolve() == Path(self.source.path).resolve():
-            return self._own_summary
-        return self.modules.summary_of(Path(path))
 
 
 def bind(found: FoundWrapper, call: cst.Call) -> tuple[dict[str, cst.BaseExpression], dict[str, cst.BaseExpression]] | None:
