@@ -41,7 +41,9 @@ from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
-_FLAG_WORDS = ("cuda", "gpu")
+_FLAG_WORDS = ("cuda", "gpu", "cpu")
+TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
+SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
 _MAX_DEPTH = 4
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
@@ -77,9 +79,16 @@ def _is_device_literal(expr: cst.BaseExpression) -> bool:
 
 
 def _is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``torch.device("cuda", 0)``."""
+    """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``,
+    ``torch.device("cuda")``, ``torch.device("cuda", 0)``, and a conditional of these."""
+    if isinstance(expr, cst.IfExp):
+        return _is_cuda_literal_device(names, expr.body) and _is_cuda_literal_device(names, expr.orelse)
     if isinstance(expr, cst.Call) and names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
-        expr = expr.args[0].value
+        return _is_cuda_literal_device(names, expr.args[0].value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        template = expr.func.value
+        value = template.evaluated_value if isinstance(template, cst.SimpleString) else None
+        return isinstance(value, str) and value.startswith("cuda:")
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] == "cuda"
@@ -107,7 +116,18 @@ class _Occurrences(ReadOnlyVisitor):
     def visit_Param(self, node: cst.Param) -> bool:
         if node.name.value == "device":
             self.found.append(DeviceVariable(node.name, "device", "parameter"))
+        if node.annotation is not None and self._names_tensor(node.annotation.annotation):
+            self.tensors.add(node.name.value)  # `x: torch.Tensor`, `x: Optional[Tensor]`
         return False
+
+    def _names_tensor(self, annotation: cst.BaseExpression) -> bool:
+        if isinstance(annotation, cst.Subscript):
+            return any(
+                isinstance(element.slice, cst.Index) and self._names_tensor(element.slice.value) for element in annotation.slice
+            )
+        if isinstance(annotation, cst.BinaryOperation):  # `Tensor | None`
+            return self._names_tensor(annotation.left) or self._names_tensor(annotation.right)
+        return self.names.resolve(annotation) in TENSOR_TYPES
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         # `x.to(device=...)`: the keyword is a parameter name of the callee, not a variable.
@@ -127,6 +147,19 @@ class _Occurrences(ReadOnlyVisitor):
             method = func.attr.value
             if method in TENSOR_METHODS or (method == "backward" and not any(arg.keyword is None for arg in node.args)):
                 self.tensors.add(func.value.value)
+        return True
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        # `x[0, ...]`, `x[:, 1:]`: indexing by several axes or slices is a tensor's (or an array's).
+        if isinstance(node.value, cst.Name) and (
+            len(node.slice) > 1
+            or any(
+                isinstance(element.slice, cst.Slice)
+                or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis))
+                for element in node.slice
+            )
+        ):
+            self.tensors.add(node.value.value)
         return True
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -246,7 +279,16 @@ class DeviceAnalysis:
 
     def _self_device_is_cuda(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
-        return bool(values) and all(_is_cuda_literal_device(self.names, value) for value in values or ())
+        return bool(values) and all(self._is_cuda_value(value) for value in values or ())
+
+    def _is_cuda_value(self, value: cst.BaseExpression) -> bool:
+        """A CUDA device literal, or a name bound only to such literals (``device =
+        f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
+        device``)."""
+        if isinstance(value, cst.Name):
+            bound = self.bindings.plain_values(value)
+            return bool(bound) and all(_is_cuda_literal_device(self.names, item) for item in bound or ())
+        return _is_cuda_literal_device(self.names, value)
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -368,7 +410,7 @@ class DeviceAnalysis:
                 and len(expr.args) == 1
                 and _is_device_literal(expr.args[0].value)
             )
-        name = last_name(expr)
+        name = last_name(expr) or _string_key(expr)
         if name is not None:
             lowered = name.lower()
             if any(word in lowered.split("_") or lowered == f"is_{word}" for word in _FLAG_WORDS):
@@ -377,6 +419,38 @@ class DeviceAnalysis:
                 bound = self.bindings.single_value(expr)
                 return bound is not None and self.is_device_test(bound, depth + 1)
         return False
+
+    def gated_on_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Does a device test decide ``expr`` (an autocast's ``enabled=`` or ``dtype=``)?
+        A device test itself, a conditional or ``and``/``or`` with one, a comparison of
+        such a value (``self.scaler is not None``), or a name, attribute or key the file
+        assigns such a value to anywhere: ``config["amp"] = config["amp"] and
+        config["cuda"]``, ``self.scaler = GradScaler() if not self.cpu else None``, a dtype
+        that is float32 unless ``torch.cuda.is_available()``. AMP is then CUDA-only on
+        purpose."""
+        if depth > _MAX_DEPTH:
+            return False
+        if self.is_device_test(expr):
+            return True
+        if isinstance(expr, cst.IfExp):
+            return self.is_device_test(expr.test) or any(self.gated_on_device(side, depth + 1) for side in (expr.body, expr.orelse))
+        if isinstance(expr, cst.BooleanOperation):
+            return self.gated_on_device(expr.left, depth + 1) or self.gated_on_device(expr.right, depth + 1)
+        if isinstance(expr, cst.Comparison):
+            sides = (expr.left, *(target.comparator for target in expr.comparisons))
+            return any(not _is_none(side) and self.gated_on_device(side, depth + 1) for side in sides)
+        key = last_name(expr) or _string_key(expr)
+        if key is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+        return any(self.gated_on_device(value, depth + 1) for value in self._assigned_to(key))
+
+    def _assigned_to(self, key: str) -> list[cst.BaseExpression]:
+        """The values the file assigns to a name, attribute or string key spelled ``key``."""
+        return [value for target, value in self._assignments if (last_name(target) or _string_key(target)) == key]
+
+    @functools.cached_property
+    def _assignments(self) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        return [(target.target, assign.value) for assign in self.tree.index.assigns for target in assign.targets]
 
     def tested_device(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         """The device expression a device-type test looks at (``device`` in
@@ -531,10 +605,37 @@ class DeviceAnalysis:
             if isinstance(call.func, cst.Name) and call.func.value == function.name.value
         ]
         callers = [self.tree.scope_of(call) for call in calls]
-        return bool(calls) and all(
+        spawned = self._spawned_per_cuda_device(function)
+        return (bool(calls) or spawned) and all(
             isinstance(caller, cst.FunctionDef) and caller is not function and self.requires_cuda(call)
             for call, caller in zip(calls, callers, strict=True)
         )
+
+    def _spawned_per_cuda_device(self, function: cst.FunctionDef) -> bool:
+        """``torch.multiprocessing.spawn(main_worker, nprocs=torch.cuda.device_count())``:
+        one process per CUDA device runs the function (EasyOCR's trainers)."""
+        for call in self.tree.index.calls:
+            if self.names.resolve(call.func) not in SPAWNS or not call.args:
+                continue
+            target = call.args[0].value
+            if not (call.args[0].keyword is None and isinstance(target, cst.Name) and target.value == function.name.value):
+                continue
+            nprocs = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "nprocs"), None)
+            if nprocs is not None and self._counts_cuda_devices(nprocs):
+                return True
+        return False
+
+    def _counts_cuda_devices(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            return self.names.resolve(expr.func) == "torch.cuda.device_count"
+        if isinstance(expr, cst.BinaryOperation):
+            return self._counts_cuda_devices(expr.left, depth + 1)
+        if isinstance(expr, cst.Name):
+            values = self.bindings.plain_values(expr)
+            return bool(values) and all(self._counts_cuda_devices(value, depth + 1) for value in values or ())
+        return False
 
     def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
         if statement is not None and self.tree.within(call, statement):
@@ -641,6 +742,15 @@ def _is_tensor_device(variable: DeviceVariable, tensors: set[str]) -> bool:
         and isinstance(expr.value, cst.Name)
         and expr.value.value in tensors
     )
+
+
+def _string_key(expr: cst.CSTNode) -> str | None:
+    """The key of ``x["amp"]`` (a subscript by one string literal)."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+        return None
+    index = expr.slice[0].slice
+    value = index.value.evaluated_value if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:

@@ -63,8 +63,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     variable for its methods, like `self.device` assigned in one. `x.device` of a name the
     scope uses as a tensor (`x.shape`, `x.item()`, `x.backward()`, `x.requires_grad`, or
     `x = batch["x"].cuda()`) is where that data lives, not a choice of device: CUDA-only
-    trainers read it all the time, so it is no device variable. A `device` bound only
-    to CUDA (`device = torch.device("cuda")`) marks CUDA-only code, unless the file treats
+    trainers read it all the time, so it is no device variable; so is `x.device` of a
+    parameter annotated `torch.Tensor`, and of a name indexed by several axes or slices
+    (`x[0, ...]`, `x[:, 1:]`). A `device` bound only
+    to CUDA (`device = torch.device("cuda")`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, a
+    conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
     `device.startswith("cuda")`; a test of another device, a tensor's, does not count) or
     may rebind a module-level one at run time (`exec(open(...).read())` configurators,
@@ -81,7 +84,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
     `DistributedDataParallel` given `device_ids=`, before or after the call), when every
     caller of the function in the file requires CUDA that way (nnU-Net's `setup_ddp`,
-    called only by a `run_ddp` that then calls `torch.cuda.set_device`), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
+    called only by a `run_ddp` that then calls `torch.cuda.set_device`), when the function
+    is spawned once per CUDA device (`torch.multiprocessing.spawn(main_worker,
+    nprocs=torch.cuda.device_count())`), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
     including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`),
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
@@ -89,8 +94,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
     Not flagged: an autocast or GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
-    or a name bound in scope to such a test) or is `False` (a region that turns CUDA
-    autocast off); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
+    `False` (a region that turns CUDA autocast off); one whose `enabled=` or `dtype=` a
+    device test decides elsewhere in the file — a flag the file assigns from one
+    (`config["amp"] = config["amp"] and config["cuda"]`), `self.scaler is not None` with
+    `self.scaler = GradScaler(...) if not self.cpu else None`, a dtype that is float32
+    unless `torch.cuda.is_available()` — since AMP is then CUDA-only on purpose; a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
     torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
     ...)` on the function or its test class); code with no device variable (it really is
@@ -519,6 +528,100 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         # torch.autocast('cuda') with device in a comment
         s = "torch.autocast('cuda')"
         """,
+        # Only ever a CUDA device, whichever branch picks it (MONAI's auto3dseg scripts).
+        """
+        import os
+        import torch
+
+        def run(model, x, world_size):
+            device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}") if world_size > 1 else torch.device("cuda:0")
+            model.to(device)
+            with torch.autocast("cuda"):
+                return model(x)
+        """,
+        """
+        import torch
+
+        class Runner:
+            def __init__(self, rank, distributed):
+                if distributed:
+                    device = "cuda:{0:d}".format(rank)
+                else:
+                    device = "cuda:0"
+                self.device = device
+
+            def infer(self, x):
+                with torch.autocast("cuda"):
+                    return self.model(x.to(self.device))
+        """,
+        # AMP is switched off without CUDA, by a flag the file derives from a device test.
+        """
+        import torch
+
+        def parse(config):
+            if not torch.cuda.is_available():
+                config["cuda"] = False
+            config["amp"] = config["amp"] and config["cuda"]
+
+        class Segmenter:
+            def infer(self, x, device):
+                with torch.autocast("cuda", enabled=self.config["amp"]):
+                    return self.model(x.to(device))
+        """,
+        # fairchem: the scaler exists only off CPU, and the autocast is on when it exists.
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, amp, cpu, device):
+                self.cpu = cpu
+                self.device = device
+                self.scaler = torch.amp.GradScaler("cuda") if amp and not self.cpu else None
+
+            def step(self, x):
+                with torch.autocast("cuda", enabled=self.scaler is not None):
+                    return self.model(x.to(self.device))
+        """,
+        # The dtype is float32 (no AMP) unless CUDA is there (moment's tutorials).
+        """
+        import torch
+
+        def embed(model, x, device):
+            x = x.to(device)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32):
+                return model(x)
+        """,
+        # One worker per CUDA device: the NCCL backend runs nowhere else (EasyOCR).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def main(config):
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            ngpus = torch.cuda.device_count()
+            torch.multiprocessing.spawn(main_worker, nprocs=ngpus, args=(config,))
+
+        def main_worker(gpu, config):
+            dist.init_process_group(backend="nccl", rank=gpu)
+        """,
+        # A tensor parameter's `.device` says where the data is, not where the code runs.
+        """
+        import torch
+
+        def forward(self, embeddings: torch.Tensor, mask: torch.Tensor | None):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = self.head(embeddings)
+            return torch.zeros(3, device=embeddings.device)
+        """,
+        """
+        import torch
+
+        def evaluate(model, batch, val_outputs):
+            val_outputs = val_outputs[0, ...]
+            with torch.autocast("cuda"):
+                pred = model(batch)
+            return pred.to(val_outputs.device)
+        """,
     )
     INVALID = (
         Invalid(
@@ -734,9 +837,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         devices = self.context.analysis.devices
         enabled = arguments.get("enabled")
-        if enabled is not None and (devices.is_device_test(enabled) or bool_value(enabled) is False):
+        if enabled is not None and (devices.gated_on_device(enabled) or bool_value(enabled) is False):
             # A disabled region says which autocast it turns off; nothing runs without AMP.
             return
+        dtype = arguments.get("dtype")
+        if dtype is not None and devices.gated_on_device(dtype):
+            return  # float32 (no AMP) unless CUDA is there: CUDA-only AMP, on purpose
         if not devices.has_variable(node) or devices.in_device_condition(node) or devices.requires_cuda(node, on_its_path=True):
             return
         variable = devices.expression_at(node)
