@@ -283,3 +283,12 @@ def test_the_cli_reads_a_subproject_declaration_and_the_cache_follows_its_edits(
         assert codes() == ["AMP001"]
     finally:
         os.chdir(old_cwd)
+
+
+def test_a_conda_environment_under_another_name_is_read_and_other_yaml_is_not(tmp_path: Path) -> None:
+    # se3_diffusion's environment is `se3.yml`.
+    conda = _project(tmp_path / "se3", {"se3.yml": "name: se3\nchannels:\n  - pytorch\ndependencies:\n  - python=3.8\n  - pytorch=1.13.1\n"})
+    assert project_facts(conda).target_torch == (1, 13)
+    # A YAML list that is not a conda environment says nothing about the torch installed.
+    other = _project(tmp_path / "other", {"config.yaml": "models:\n  - torch==1.8\n", "requirements.txt": "torch>=2.4\n"})
+    assert project_facts(other).target_torch == (2, 4)

@@ -3,7 +3,7 @@
 - *The oldest torch the code must run on* (``target-torch``): from the configuration, else
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
   ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
-  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda ``environment.yml``),
+  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``),
   else unknown — rules then assume current torch. The declaration nearest to the file
   wins: a subproject (a folder between the file and the configuration's root) that
   declares its own torch is held to it (``EVA/EVA-CLIP/requirements.txt`` pins
@@ -39,7 +39,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 TorchVersion = tuple[int, int]
 
 _REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
-_CONDA_FILES = ("environment.yml", "environment.yaml")
+# A conda environment may have any name (`se3.yml`); a YAML file is read as one only when
+# it has a top-level `dependencies:` list.
+_CONDA_FILES = ("*.yml", "*.yaml")
 # Every file name a folder's declarations may come from (the cache watches them).
 DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES)
 # `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
@@ -187,8 +189,9 @@ def _requirement_strings(root: Path) -> Iterator[str]:
             yield from _requirements_txt(path)
     yield from _setup_cfg(root / "setup.cfg")
     yield from _setup_py(root / "setup.py")
-    for name in _CONDA_FILES:
-        yield from _conda_environment(root / name)
+    for pattern in _CONDA_FILES:
+        for path in sorted(root.glob(pattern)):
+            yield from _conda_environment(path)
 
 
 def _read(path: Path) -> str | None:
@@ -224,11 +227,12 @@ def _requirements_txt(path: Path) -> Iterator[str]:
 
 
 def _conda_environment(path: Path) -> Iterator[str]:
-    """The list items of a conda ``environment.yml`` that can name torch: conda's
+    """The list items of a conda environment file (``environment.yml``, or any YAML with
+    a top-level ``dependencies:``) that can name torch: conda's
     ``pytorch=2.0.0`` (read as ``torch==2.0.0``) and the ``pip:`` section's requirements.
     Read line by line; the file's other YAML does not matter here."""
     text = _read(path)
-    if text is None:
+    if text is None or not any(line.rstrip() == "dependencies:" for line in text.splitlines()):
         return
     for line in text.splitlines():
         item = line.split(" #", 1)[0].strip()

@@ -69,8 +69,10 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     reading `outputs.loss`), losses computed inside the block, and — a decision of
     amplint's — losses whose inputs from the block are explicitly upcast
     (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), evaluation code with no
-    backward, blocks with `enabled=False`, and methods of other objects whose *receiver*
-    merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`).
+    backward, blocks with `enabled=False`, methods of other objects whose *receiver*
+    merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`), and test
+    modules (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), whose losses
+    check numerics rather than train (opacus's tests), as for AMP101 and AMP105.
 
     ## Why is this bad?
     The PyTorch AMP recipe computes the loss under autocast: autocast runs
@@ -243,6 +245,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     )
 
     def visit_With(self, node: cst.With) -> None:
+        if self.context.analysis.training.in_test_module:
+            return
         blocks = self.context.analysis.autocast.blocks_of(node)
         if not blocks or all(block.disabled for block in blocks):
             return
