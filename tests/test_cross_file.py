@@ -388,3 +388,44 @@ def test_a_dtype_property_inherited_from_a_base_trainer_in_another_file(tmp_path
     assert _check(root, "renamed.py", "AMP302") == []
     assert _check(root, "own.py", "AMP302") == []
     assert _check(root, "unknown.py", "AMP302") == []
+
+
+def test_a_grad_scaler_built_by_a_project_class_or_function_elsewhere(tmp_path: Path) -> None:
+    # VideoMamba: `loss_scaler = NativeScaler()` (a class of utils.py that builds an
+    # always-enabled GradScaler) beside a bfloat16 autocast handed to the training loop.
+    utils = (
+        "import torch\n\n\nclass NativeScalerWithGradNormCount:\n    def __init__(self):\n"
+        "        self._scaler = torch.amp.GradScaler('cuda')\n\n    def __call__(self, loss, optimizer):\n"
+        "        self._scaler.scale(loss).backward()\n\n\n"
+        "def make_scaler():\n    return torch.cuda.amp.GradScaler()\n\n\n"
+        "def make_optional_scaler(enabled):\n    return torch.amp.GradScaler('cuda', enabled=enabled)\n"
+    )
+    main = (
+        "import torch\nfrom engine import train_one_epoch\nfrom utils import NativeScalerWithGradNormCount as NativeScaler\n\n\n"
+        "def main(args, model):\n    dtype = torch.bfloat16 if args.bf16 else torch.float16\n"
+        "    amp_autocast = torch.autocast('cuda', dtype=dtype)\n    loss_scaler = NativeScaler()\n"
+        "    train_one_epoch(model, amp_autocast, loss_scaler)\n"
+    )
+    root = _project(
+        tmp_path,
+        {
+            "utils.py": utils,
+            "main.py": main,
+            "factory.py": main.replace("from utils import NativeScalerWithGradNormCount as NativeScaler", "import utils").replace(
+                "NativeScaler()", "utils.make_scaler()"
+            ),
+            "optional.py": main.replace("from utils import NativeScalerWithGradNormCount as NativeScaler", "import utils").replace(
+                "NativeScaler()", "utils.make_optional_scaler(args.fp16)"
+            ),
+            "fp16.py": main.replace("torch.bfloat16 if args.bf16 else torch.float16", "torch.float16"),
+        },
+    )
+    ((code, row, message),) = _check(root, "main.py", "AMP302")
+    assert (code, row) == ("AMP302", 9)
+    assert "`NativeScaler()` builds an enabled GradScaler (`NativeScalerWithGradNormCount` at utils.py:6)" in message
+    ((code, row, message),) = _check(root, "factory.py", "AMP302")
+    assert (code, row) == ("AMP302", 9)
+    assert "`make_scaler` at utils.py:13" in message
+    # A maker whose scaler may be disabled, and a float16-only autocast: nothing to say.
+    assert _check(root, "optional.py", "AMP302") == []
+    assert _check(root, "fp16.py", "AMP302") == []

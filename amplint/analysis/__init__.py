@@ -11,7 +11,7 @@ each ``self.<attr>`` of a class is assigned across its methods; ``values``: the 
 values of expressions (strings, dtypes; ``member_values`` also through class members and
 config fields); ``compat``: compatibility fallbacks;
 ``training``, ``autocast``, ``scalers``, ``devices``: the AMP facts; ``calls``: which
-project function a call runs; ``wrappers``: project functions that make an autocast; ``project``: what
+project function a call runs; ``wrappers``, ``scaler_makers``: project functions that make an autocast or a GradScaler; ``project``: what
 calling a function of this or another project file does (through the engine's index). PyTorch's AMP API
 itself is data, in ``torch_api``.
 """
@@ -31,7 +31,7 @@ from amplint.analysis.scalers import ScalerAnalysis
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
-from amplint.analysis.wrappers import AutocastWrappers
+from amplint.analysis.wrappers import AutocastWrappers, ScalerMakers
 from amplint.engine.context import SourceContext
 from amplint.engine.deep import run_deep
 from amplint.engine.index import Summary
@@ -56,6 +56,7 @@ class FileAnalysis:
         self.compat = Compat(self.tree, self.names)
         self.training = TrainingAnalysis(source, self.tree, self.names, self.bindings)
         self.wrappers = AutocastWrappers(source, self.tree, self.names, self.bindings, self.member_values, self.calls, self.modules)
+        self.scaler_makers = ScalerMakers(source, self.tree, self.names, self.calls, self.modules)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values, self.wrappers)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes)
@@ -71,6 +72,7 @@ class FileAnalysis:
             self.modules,
             self.calls,
             self.wrappers,
+            self.scaler_makers,
         )
 
 

@@ -102,6 +102,8 @@ class CallTargets:
             return relative
         if any(function.name.value == func.value for function in self._module_functions()):
             return {"local": func.value} if self.bindings.of(func) else None
+        if func.value in self.classes_defined and self.bindings.of(func):
+            return {"local": func.value}  # a class of this file: what calling it builds
         # `criterion(out, y)` with `criterion = MyLoss()`: its forward runs.
         built = self.bindings.single_value(func)
         return self._class_spec(built, call_method) if isinstance(built, cst.Call) else None

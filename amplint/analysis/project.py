@@ -35,7 +35,7 @@ from amplint.analysis.names import NameResolver
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
-from amplint.analysis.wrappers import AutocastWrappers
+from amplint.analysis.wrappers import AutocastWrappers, ScalerMakers
 from amplint.engine.context import SourceContext
 from amplint.engine.index import Summary
 
@@ -83,6 +83,7 @@ class ProjectAnalysis:
     modules: ProjectModules
     calls: CallTargets
     wrappers: AutocastWrappers
+    scaler_makers: ScalerMakers
 
     # -- this file's summary ---------------------------------------------------------------
 
@@ -114,6 +115,7 @@ class ProjectAnalysis:
             "functions": functions,
             "constants": self._constants(),
             "autocast_wrappers": self.wrappers.defined,
+            "scaler_makers": self.scaler_makers.defined,
             "members": self.values.class_members,
         }
 

@@ -1,4 +1,4 @@
-"""Project functions that make torch's autocast: the autocast a trainer opens through them.
+"""Project functions that make torch's autocast or GradScaler, as other files call them.
 
 Projects wrap the autocast once and call the wrapper everywhere (icefall's
 ``torch_autocast(enabled=params.use_fp16)``, open_clip's ``autocast =
@@ -25,6 +25,12 @@ whether the wrapper forwards its ``**kwargs``. These records are part of the fil
 project summary, so that a call in another file is understood without reading the
 wrapper's code again; ``AutocastAnalysis`` turns them into the :class:`AutocastUse` of a
 call site.
+
+A *scaler maker* (:class:`ScalerMakers`) is a module-level function whose every
+``return`` builds an always-enabled GradScaler (no ``enabled=``, or ``enabled=True``), or
+a module-level class whose ``__init__`` assigns one to an attribute unconditionally
+(DeiT's and VideoMamba's ``NativeScalerWithGradNormCount``): calling it builds a scaler
+that scales whatever the dtype.
 """
 
 from __future__ import annotations
@@ -297,3 +303,79 @@ def _all_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
         yield params.star_arg
     if params.star_kwarg is not None:
         yield params.star_kwarg
+
+
+@dataclass(frozen=True)
+class FoundMaker:
+    """A scaler maker a call names, and where it is defined."""
+
+    record: dict[str, Any]
+    where: str
+
+    @property
+    def description(self) -> str:
+        return f"`{self.record['name']}` at {self.where}"
+
+
+@dataclass(eq=False)
+class ScalerMakers:
+    """Scaler makers: those this file defines, and those its calls name."""
+
+    source: SourceContext
+    tree: Tree
+    names: NameResolver
+    calls: CallTargets
+    modules: ProjectModules
+
+    @functools.cached_property
+    def defined(self) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for statement in self.source.module.body:
+            built: cst.Call | None = None
+            if isinstance(statement, cst.FunctionDef) and not statement.decorators:
+                returned = [node.value for node in _own_nodes(statement) if isinstance(node, cst.Return)]
+                if returned and all(isinstance(value, cst.Call) and self._always_enabled(value) for value in returned):
+                    built = returned[0]  # type: ignore[assignment]
+            elif isinstance(statement, cst.ClassDef):
+                built = self._built_in_init(statement)
+            if built is not None and isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                line = self.source.location(self.source.span(built)[0]).row
+                found[statement.name.value] = {"name": statement.name.value, "line": line}
+        return found
+
+    def _built_in_init(self, cls: cst.ClassDef) -> cst.Call | None:
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        init = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None or not isinstance(init.body, cst.IndentedBlock):
+            return None
+        for statement in init.body.body:  # unconditional: the top level of __init__
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and all(isinstance(target.target, cst.Attribute) for target in small.targets)
+                    and isinstance(small.value, cst.Call)
+                    and self._always_enabled(small.value)
+                ):
+                    return small.value
+        return None
+
+    def _always_enabled(self, call: cst.Call) -> bool:
+        qualified = self.names.resolve(call.func)
+        order = torch_api.positional_order(qualified or "") if qualified in torch_api.GRAD_SCALERS else None
+        arguments = match_arguments(call.args, order) if order is not None else None
+        if arguments is None:
+            return False
+        enabled = arguments[0].get("enabled")
+        return enabled is None or bool_value(enabled) is True
+
+    def named_by(self, func: cst.BaseExpression) -> FoundMaker | None:
+        """The scaler maker the callee expression ``func`` runs, if it is one."""
+        spec = self.calls.function_spec(func)
+        if spec is None or spec.get("bound"):
+            return None
+        found = self.calls.find(spec, "scaler_makers", lambda: {"scaler_makers": self.defined})
+        if found is None or not isinstance(found[3], dict):
+            return None
+        return FoundMaker(found[3], f"{self.modules.display(found[0])}:{found[3]['line']}")

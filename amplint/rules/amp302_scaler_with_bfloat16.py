@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from amplint.analysis.autocast import AutocastBlock
+from amplint.analysis.autocast import AutocastBlock, AutocastUse
 from amplint.analysis.syntax import (
     bool_value,
     call_arguments,
@@ -15,6 +15,7 @@ from amplint.analysis.syntax import (
     string_literal,
 )
 from amplint.analysis.torch_api import positional_order
+from amplint.analysis.wrappers import FoundMaker
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.calls import CallEdits, has_comment, source_of
@@ -33,11 +34,15 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     Flags a `GradScaler` construction (any spelling) whose `enabled=` is absent, `True`,
     or not conditioned on float16, when the code it serves may run in bfloat16:
 
-    - its autocast blocks have a known dtype that may be bfloat16 — a `torch.bfloat16`
+    - its autocast blocks, or the autocast contexts the same code builds for other code
+      (`amp_autocast = torch.autocast(...)` handed to the training loop), have a known
+      dtype that may be bfloat16 — a `torch.bfloat16`
       literal, a name bound to one (once, or on every branch of an `if`/`elif` chain), a
       choice including it, a class attribute or config field assigned such values in this
       file, a read-only `@property` of the class whose `return`s give such values (on
-      every path), or CPU autocast without a dtype (CPU's default is bfloat16);
+      every path; also inherited from a project base class in another file), a
+      constant of another project module, or CPU autocast without a dtype (CPU's
+      default is bfloat16);
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
@@ -49,9 +54,15 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     for a module-level scaler, the whole module. An `enabled=` expression that mentions
     `float16`, `"float16"`, `half` or `fp16` counts as conditioned.
 
+    Across files: a call of a project function whose every `return` builds an
+    always-enabled GradScaler, or of a project class whose `__init__` stores one
+    unconditionally (`loss_scaler = NativeScaler()`, DeiT's and VideoMamba's
+    `NativeScalerWithGradNormCount`), is such a construction, reported at the call with
+    where the GradScaler is built (no fix: the change belongs to the caller's choice).
+
     Not flagged: float16-only blocks, code with any autocast block whose dtype is not
-    statically known, `enabled=False`, and scalers built by a helper in another function
-    or file (amplint cannot see how they meet).
+    statically known, `enabled=False`, and scalers that reach the autocast's code some
+    other way (passed as an argument; amplint cannot see how they meet).
 
     ## Why is this bad?
     bfloat16 has float32's exponent range: gradients do not underflow, and loss scaling
@@ -89,7 +100,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     `enabled=False`: the unscale that would raise becomes a pass-through.
     """
 
-    triggers = frozenset({"GradScaler"})
+    triggers = frozenset({"GradScaler", "*Scaler", "*scaler"})
     # Pre-filter: an autocast block (whose dtype may come from this file, a config field or
     # another module), or bfloat16 named (a flag, a cast).
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
@@ -234,6 +245,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             """,
             line=6, column=23, message="autocast may run in bfloat16",
         ),
+        # The autocast is built here and handed to the training loop (VideoMamba's scripts).
+        Invalid(
+            """
+              import torch
+
+              def main(args, model, loader):
+                  dtype = torch.bfloat16 if args.bf16 else torch.float16
+                  amp_autocast = torch.autocast('cuda', dtype=dtype)
+            -     scaler = torch.amp.GradScaler('cuda')
+            +     scaler = torch.amp.GradScaler('cuda', enabled=dtype == torch.float16)
+                  train_one_epoch(model, loader, amp_autocast, scaler)
+            """,
+            line=6, column=14, message="autocast may run in bfloat16",
+        ),
         Invalid(
             """
               import torch
@@ -354,6 +379,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     def visit_Call(self, node: cst.Call) -> None:
         analysis = self.context.analysis
         if not analysis.scalers.is_construction(node):
+            maker = analysis.scaler_makers.named_by(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            if maker is not None:
+                self._check_maker(node, maker)
             return
         order = positional_order(self.qualified_name(node.func) or "")
         arguments = call_arguments(node, order) if order is not None else None
@@ -375,13 +403,12 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 )
                 return
         region = self._region(node)
-        blocks = [b for b in self._blocks(region) if not b.disabled and not b.use.method]
-        bf16_blocks = [b for b in blocks if b.use.dtypes is not None and "bfloat16" in b.use.dtypes]
-        if bf16_blocks and not any(b.use.dtypes is None for b in blocks):
+        bf16_uses = self._bfloat16_uses(region)
+        if bf16_uses:
             self.report(
                 node,
-                f"GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling{bf16_blocks[0].use.origin}",
-                fix=self._fix(node, enabled, bf16_blocks[0]),
+                f"GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling{bf16_uses[0].origin}",
+                fix=self._fix(node, enabled, bf16_uses[0]),
             )
             return
         cast = self._bfloat16_weights(region)
@@ -420,6 +447,42 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             found = analysis.classes.method_of(node)
             return found is not None and found[0] is region
         return analysis.tree.scope_of(node) is region
+
+    def _bfloat16_uses(self, region: cst.CSTNode) -> list[AutocastUse]:
+        """The enabled autocasts of ``region`` that may run in bfloat16 — its blocks, and
+        the autocast contexts it builds for other code (``amp_autocast =
+        torch.autocast(...)`` passed to the training loop) — when the dtypes of all of them
+        are known (else none)."""
+        uses = [b.use for b in self._blocks(region) if not b.disabled and not b.use.method]
+        uses += [use for use in self._built_contexts(region) if not use.disabled and not use.method]
+        if any(use.dtypes is None for use in uses):
+            return []
+        return [use for use in uses if use.dtypes is not None and "bfloat16" in use.dtypes]
+
+    def _built_contexts(self, region: cst.CSTNode) -> list[AutocastUse]:
+        analysis = self.context.analysis
+        found: list[AutocastUse] = []
+        for assign in analysis.tree.index.assigns:
+            if not isinstance(assign.value, cst.Call) or not self._in_region(assign, region):
+                continue
+            use = analysis.autocast.autocast_use(assign.value)
+            if use is not None:
+                found.append(use)
+        return found
+
+    def _check_maker(self, node: cst.Call, maker: FoundMaker) -> None:
+        """A project function or class that builds an always-enabled GradScaler
+        (``loss_scaler = NativeScaler()``), called where autocast may run in bfloat16."""
+        condition = self._condition(node)
+        if condition is not None and _names_float16(condition[0]):
+            return  # built for float16: the author's choice
+        bf16_uses = self._bfloat16_uses(self._region(node))
+        if bf16_uses:
+            self.report(
+                node,
+                f"`{self.context.module.code_for_node(node.func)}()` builds an enabled GradScaler ({maker.description}) "
+                f"although autocast may run in bfloat16, which needs no loss scaling{bf16_uses[0].origin}",
+            )
 
     def _blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
         autocast = self.context.analysis.autocast
@@ -484,8 +547,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
 
     # -- fixes ----------------------------------------------------------------------------
 
-    def _fix(self, node: cst.Call, enabled: cst.BaseExpression | None, block: AutocastBlock) -> Fix | None:
-        use = block.use
+    def _fix(self, node: cst.Call, enabled: cst.BaseExpression | None, use: AutocastUse) -> Fix | None:
         if use.dtypes == frozenset({"bfloat16"}):
             condition = "False"
         else:
