@@ -429,3 +429,20 @@ def test_a_grad_scaler_built_by_a_project_class_or_function_elsewhere(tmp_path: 
     # A maker whose scaler may be disabled, and a float16-only autocast: nothing to say.
     assert _check(root, "optional.py", "AMP302") == []
     assert _check(root, "fp16.py", "AMP302") == []
+
+
+def test_a_member_read_through_the_class_own_base_does_not_loop(tmp_path: Path) -> None:
+    # A subclass member whose value reads an inherited one: building the file's table of
+    # members must not follow its own inheritance back into the table (a RecursionError
+    # on diffusers' TensorRT pipelines).
+    source = (
+        "import torch\n\n\nclass Base:\n    dtype = torch.bfloat16\n\n\nclass Child(Base):\n"
+        "    def __init__(self):\n        self.half = self.dtype\n        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+        "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.dtype):\n            loss = self.model(x)\n"
+        "        self.scaler.scale(loss).backward()\n"
+    )
+    root = _project(tmp_path, {"child.py": source})
+    found = _check(root, "child.py", "ALL")
+    assert not [code for code, _, _ in found if code == "AMP999"], found
+    # The inherited class attribute still gives the autocast its bfloat16.
+    assert ("AMP302", 11) in [(code, row) for code, row, _ in found]

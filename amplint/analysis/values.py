@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -43,6 +43,7 @@ class Values:
     # Members inherited from a project base class (``self.amp_dtype`` defined by the base
     # trainer in another file); None: not asked.
     calls: CallTargets | None = None
+    _building_members: bool = field(default=False, init=False, repr=False)
 
     def string_values(self, node: cst.BaseExpression, depth: int = 0) -> frozenset[str] | None:
         """The possible string values of ``node``, or None when not statically known."""
@@ -167,8 +168,8 @@ class Values:
         """``self.attr`` that its class neither assigns nor defines, from the class's
         project base class: what ``class_members`` says of it there."""
         own = self.classes.instance_attribute(node)
-        if self.calls is None or own is None or self.classes.members(*own):
-            return None
+        if self.calls is None or own is None or self.classes.members(*own) or self._building_members:
+            return None  # (while this file's table is built, its own inheritance is not followed)
         cls, attr = own
         if any(method.name.value == attr for method in self.classes.methods(cls)):
             return None
@@ -185,6 +186,14 @@ class Values:
         methods or body, or returned by a read-only property), by ``Class.attr``: for a
         subclass in another file, which inherits them."""
         table: dict[str, dict[str, list[str]]] = {}
+        self._building_members = True
+        try:
+            self._fill_members(table)
+        finally:
+            self._building_members = False
+        return table
+
+    def _fill_members(self, table: dict[str, dict[str, list[str]]]) -> None:
         for cls in self.classes.module_classes():
             for attr in self.classes.attribute_names(cls):
                 sources = self.classes.attribute_values(cls, attr)
@@ -195,7 +204,6 @@ class Values:
                     if all(values is not None for values in found):
                         table[f"{cls.name.value}.{attr}"] = {kind: sorted(frozenset().union(*found))}  # type: ignore[arg-type]
                         break
-        return table
 
     def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
         """The one call that built ``base`` (``config = TrainConfig(...)``, or
