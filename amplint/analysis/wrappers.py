@@ -64,17 +64,23 @@ Source = dict[str, Any]  # {"param": name} | {"strings"|"dtypes": [...]} | {"boo
 
 
 @dataclass(frozen=True)
-class FoundWrapper:
-    """A wrapper a call site names: its record, where it is defined, and whether the call
-    site's object fills its first parameter (``self.make_autocast()``)."""
+class Found:
+    """A project function a call names: its summary record and where it is defined."""
 
-    record: Wrapper
+    record: dict[str, Any]
     where: str  # "icefall/utils.py:123"
-    bound: bool
 
     @property
     def description(self) -> str:
         return f"`{self.record['name']}` at {self.where}"
+
+
+@dataclass(frozen=True)
+class FoundWrapper(Found):
+    """An autocast wrapper, and whether the call site's object fills its first parameter
+    (``self.make_autocast()``)."""
+
+    bound: bool = False
 
 
 @dataclass(eq=False)
@@ -305,18 +311,6 @@ def _all_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
-@dataclass(frozen=True)
-class FoundMaker:
-    """A scaler maker a call names, and where it is defined."""
-
-    record: dict[str, Any]
-    where: str
-
-    @property
-    def description(self) -> str:
-        return f"`{self.record['name']}` at {self.where}"
-
-
 @dataclass(eq=False)
 class ScalerMakers:
     """Scaler makers: those this file defines, and those its calls name."""
@@ -370,7 +364,7 @@ class ScalerMakers:
         enabled = arguments[0].get("enabled")
         return enabled is None or bool_value(enabled) is True
 
-    def named_by(self, func: cst.BaseExpression) -> FoundMaker | None:
+    def named_by(self, func: cst.BaseExpression) -> Found | None:
         """The scaler maker the callee expression ``func`` runs, if it is one."""
         spec = self.calls.function_spec(func)
         if spec is None or spec.get("bound"):
@@ -378,4 +372,4 @@ class ScalerMakers:
         found = self.calls.find(spec, "scaler_makers", lambda: {"scaler_makers": self.defined})
         if found is None or not isinstance(found[3], dict):
             return None
-        return FoundMaker(found[3], f"{self.modules.display(found[0])}:{found[3]['line']}")
+        return Found(found[3], f"{self.modules.display(found[0])}:{found[3]['line']}")

@@ -153,21 +153,23 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
         import torch
         import torch.nn.functional as F
 
-        def step(m, x, y):
+        for x, y in loader:
             with torch.autocast('cuda', enabled=False):
-                out = m(x)
+                out = model(x)
             loss = F.mse_loss(out, y)
             loss.backward()
         """,
+        # The loss does not take what the block computed.
         """
         import torch
         import torch.nn.functional as F
 
-        def step(m, x, y):
-            with torch.autocast('cuda'):
-                out = m(x)
-            loss = F.mse_loss(prediction_from_elsewhere, y)
-            loss.backward()
+        class Trainer:
+            def step(self, x, y):
+                with torch.autocast('cuda'):
+                    self.features = self.encoder(x)
+                loss = F.mse_loss(self.cached_prediction, y)
+                loss.backward()
         """,
         # A float32 loss, chosen on purpose.
         """

@@ -773,7 +773,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
               exec(open('configurator.py').read())
             - with torch.autocast('cuda', dtype=torch.bfloat16):
             + with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):
-                  pass
+                  logits, loss = model(X, Y)
             """,
             unsafe=True,
             line=4, column=21, message="hardcodes device type",

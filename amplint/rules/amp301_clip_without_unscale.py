@@ -69,11 +69,11 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         """
         import torch
 
-        def step(m, loss, opt, scaler):
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-            scaler.step(opt)
+        for batch in loader:
+            scaler.scale(model(batch).sum()).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)
+            scaler.step(optimizer)
             scaler.update()
         """,
         """

@@ -15,7 +15,7 @@ from amplint.analysis.syntax import (
     string_literal,
 )
 from amplint.analysis.torch_api import positional_order
-from amplint.analysis.wrappers import FoundMaker
+from amplint.analysis.wrappers import Found
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.calls import CallEdits, has_comment, source_of
@@ -242,6 +242,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                     with torch.autocast('cuda', dtype=self.amp_dtype):
                         loss = self.model(x)
                     self.scaler.scale(loss).backward()
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
             """,
             line=6, column=23, message="autocast may run in bfloat16",
         ),
@@ -470,7 +472,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 found.append(use)
         return found
 
-    def _check_maker(self, node: cst.Call, maker: FoundMaker) -> None:
+    def _check_maker(self, node: cst.Call, maker: Found) -> None:
         """A project function or class that builds an always-enabled GradScaler
         (``loss_scaler = NativeScaler()``), called where autocast may run in bfloat16."""
         condition = self._condition(node)

@@ -133,13 +133,14 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         """,
         # The caller updates the scaler it passed in.
         """
-        def train_step(loss, opt, scaler):
+        def optimizer_step(opt, scaler, loss):
+            opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(opt)
 
         scaler = make_scaler()
-        for loss in losses:
-            train_step(loss, opt, scaler)
+        for batch in loader:
+            optimizer_step(opt, scaler, model(batch))
             scaler.update()
         """,
         """
@@ -195,13 +196,14 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         ),
         Invalid(
             """
-              def f(loss, opt, scaler):
+              def train_step(model, batch, opt, scaler):
+                  loss = model(batch)
                   scaler.scale(loss).backward()
                   scaler.step(opt)
             +     scaler.update()
-                  log()
+                  log(loss)
             """,
-            line=3, column=5, message="`scaler.step()` without `scaler.update()`",
+            line=4, column=5, message="`scaler.step()` without `scaler.update()`",
         ),
         Invalid(
             """
