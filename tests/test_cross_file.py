@@ -251,9 +251,9 @@ def test_a_wrapper_in_the_same_file_and_a_method_wrapper(tmp_path: Path) -> None
     root = _project(
         tmp_path,
         {
-            "trainer.py": "import torch\n\n\nclass Trainer:\n    def amp(self, dtype):\n"
+            "trainer.py": "import torch\n\n\nclass Trainer:\n    def amp_autocast(self, dtype):\n"
             "        return torch.autocast('cuda', dtype=dtype)\n\n    def step(self, x):\n"
-            "        with self.amp(torch.float16):\n            loss = self.model(x)\n        loss.backward()\n",
+            "        with self.amp_autocast(torch.float16):\n            loss = self.model(x)\n        loss.backward()\n",
             "script.py": "import torch\n\n\ndef half_autocast():\n    return torch.autocast('cuda', dtype=torch.float16)\n\n\n"
             "def step(model, x):\n    with half_autocast():\n        loss = model(x)\n    loss.backward()\n",
         },

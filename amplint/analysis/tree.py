@@ -33,6 +33,8 @@ class FileIndex:
     assigns: list[cst.Assign] = field(default_factory=list)
     annotated: list[cst.AnnAssign] = field(default_factory=list)
     augmented: list[cst.AugAssign] = field(default_factory=list)
+    returns: list[cst.Return] = field(default_factory=list)
+    yields: list[cst.Yield] = field(default_factory=list)
 
 
 def build_index(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> FileIndex:
@@ -47,6 +49,8 @@ def build_index(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> FileIndex:
         cst.Assign: index.assigns,
         cst.AnnAssign: index.annotated,
         cst.AugAssign: index.augmented,
+        cst.Return: index.returns,
+        cst.Yield: index.yields,
     }
     for node in parents:
         found = wanted.get(type(node))

@@ -18,6 +18,10 @@ one of these forms (and nothing looser, so that a block is never imagined):
   return of a no-op context (``contextlib.nullcontext()``, ``suppress``) or of a no-op
   factory may stand beside them, as the "AMP off" branch.
 
+A wrapper is recognised where it is called by a name that contains ``autocast``
+(``torch_autocast``, ``get_autocast``, ``self.maybe_autocast``), the word the autocast
+rules' pre-filter looks for.
+
 What the wrapper passes to the autocast is recorded per parameter of torch's autocast
 (``device_type``, ``dtype``, ``enabled``): a parameter of the wrapper (filled at the call
 site, or by its default), the static value it has in the wrapper's file, or unknown; and
@@ -38,7 +42,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -47,7 +51,7 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import bool_value, match_arguments
+from amplint.analysis.syntax import bool_value, last_name, match_arguments
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
 from amplint.engine.context import SourceContext
@@ -59,6 +63,7 @@ CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager"})
 # The parameters of torch's autocast whose values the analysis uses.
 RECORDED = ("device_type", "dtype", "enabled")
 
+T = TypeVar("T", bound=cst.CSTNode)
 Wrapper = dict[str, Any]  # the summary record; see ``_record``
 Source = dict[str, Any]  # {"param": name} | {"strings"|"dtypes": [...]} | {"bool": b} | {"none": True} | {}
 
@@ -101,7 +106,7 @@ class AutocastWrappers:
     def defined(self) -> dict[str, Wrapper]:
         """The wrappers this file defines, by function key (``f``, ``Class.m``)."""
         found: dict[str, Wrapper] = {}
-        for function in self.tree.index.functions:
+        for function in self._candidates():
             key = self.calls.function_key(function)
             if key is None:
                 continue
@@ -109,6 +114,23 @@ class AutocastWrappers:
             if record is not None:
                 found[key] = record
         return found
+
+    def _candidates(self) -> list[cst.FunctionDef]:
+        """The functions that name an autocast in a call, its arguments or a ``return``
+        (most functions of a file name none: looking at their calls is cheaper than
+        walking them)."""
+        found: dict[cst.FunctionDef, None] = {}
+        for call in self.tree.index.calls:
+            if _names_autocast(call.func) or any(_names_autocast(arg.value) for arg in call.args):
+                scope = self.tree.scope_of(call)
+                if isinstance(scope, cst.FunctionDef):
+                    found[scope] = None
+        for node in self.tree.index.returns:
+            if node.value is not None and _names_autocast(node.value):
+                scope = self.tree.scope_of(node)
+                if isinstance(scope, cst.FunctionDef):
+                    found[scope] = None
+        return list(found)
 
     def _record(self, function: cst.FunctionDef) -> Wrapper | None:
         decorators = [self.names.resolve(decorator.decorator) for decorator in function.decorators]
@@ -149,12 +171,14 @@ class AutocastWrappers:
         return self._value_source(param.default) if param.default is not None else None
 
     def _returns(self, function: cst.FunctionDef) -> Iterator[cst.BaseExpression | None]:
-        for node in _own_nodes(function):
-            if isinstance(node, cst.Return):
-                yield node.value
+        return (node.value for node in self._own(self.tree.index.returns, function))
 
     def _yields(self, function: cst.FunctionDef) -> bool:
-        return any(isinstance(node, cst.Yield) for node in _own_nodes(function))
+        return any(True for _ in self._own(self.tree.index.yields, function))
+
+    def _own(self, nodes: list[T], function: cst.FunctionDef) -> Iterator[T]:
+        """The nodes of ``function``'s own code (not of functions nested in it)."""
+        return (node for node in nodes if self.tree.scope_of(node) is function)
 
     def _returned(self, value: cst.BaseExpression | None, function: cst.FunctionDef) -> Source | None:
         """What one ``return`` gives: an autocast or a no-op, as a context or a factory."""
@@ -191,9 +215,7 @@ class AutocastWrappers:
         autocast of the innermost ``with`` around it (several, on branches chosen by the
         torch version, say), or in no autocast when none is around it."""
         outcomes: list[Source | None] = []
-        for node in _own_nodes(function):
-            if not isinstance(node, cst.Yield):
-                continue
+        for node in self._own(self.tree.index.yields, function):
             statement = self.tree.statement_of(node)
             if node.value is not None or not (
                 isinstance(statement, cst.SimpleStatementLine)
@@ -255,7 +277,13 @@ class AutocastWrappers:
     # -- wrappers a call names ----------------------------------------------------------------
 
     def named_by(self, func: cst.BaseExpression) -> FoundWrapper | None:
-        """The wrapper the callee expression ``func`` runs, if it is one."""
+        """The wrapper the callee expression ``func`` runs, if it is one. Only a callee
+        whose name contains ``autocast`` is looked up (``torch_autocast``,
+        ``get_autocast``, ``self.maybe_autocast``): the pre-filter runs the autocast rules
+        only on files that name such an identifier, and resolving every call of a file
+        through other files' summaries would cost more than the rest of its lint."""
+        if not _names_autocast(func):
+            return None
         spec = self.calls.function_spec(func)
         if spec is None:
             return None
@@ -286,20 +314,18 @@ def default_of(record: Wrapper, param: str) -> Source | None:
     return None
 
 
+def _names_autocast(expr: cst.BaseExpression) -> bool:
+    name = last_name(expr)
+    if name is None and isinstance(expr, cst.Lambda):
+        return _names_autocast(expr.body)
+    if name is None and isinstance(expr, cst.Call):
+        return _names_autocast(expr.func)
+    return name is not None and "autocast" in name
+
+
 def _deprecated(outcome: Source) -> bool:
     found = torch_api.symbol(str(outcome["autocast"]))
     return found is not None and found.deprecated
-
-
-def _own_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
-    """The nodes of a function's body, not entering nested functions, lambdas or classes."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in node.children:
-            if not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                stack.append(child)
 
 
 def _all_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
@@ -324,10 +350,13 @@ class ScalerMakers:
     @functools.cached_property
     def defined(self) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
+        holders = self._holders()
         for statement in self.source.module.body:
             built: cst.Call | None = None
+            if statement not in holders:
+                continue
             if isinstance(statement, cst.FunctionDef) and not statement.decorators:
-                returned = [node.value for node in _own_nodes(statement) if isinstance(node, cst.Return)]
+                returned = [node.value for node in self.tree.index.returns if self.tree.scope_of(node) is statement]
                 if returned and all(isinstance(value, cst.Call) and self._always_enabled(value) for value in returned):
                     built = returned[0]  # type: ignore[assignment]
             elif isinstance(statement, cst.ClassDef):
@@ -335,6 +364,20 @@ class ScalerMakers:
             if built is not None and isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 line = self.source.location(self.source.span(built)[0]).row
                 found[statement.name.value] = {"name": statement.name.value, "line": line}
+        return found
+
+    def _holders(self) -> set[cst.CSTNode]:
+        """The module-level functions and classes whose code builds a GradScaler."""
+        found: set[cst.CSTNode] = set()
+        for call in self.tree.index.calls:
+            if self.names.resolve(call.func) not in torch_api.GRAD_SCALERS:
+                continue
+            scope = self.tree.scope_of(call)
+            if isinstance(scope, cst.FunctionDef):
+                found.add(scope)
+                owner = self.tree.class_of(scope)
+                if owner is not None:
+                    found.add(owner)
         return found
 
     def _built_in_init(self, cls: cst.ClassDef) -> cst.Call | None:
@@ -365,7 +408,12 @@ class ScalerMakers:
         return enabled is None or bool_value(enabled) is True
 
     def named_by(self, func: cst.BaseExpression) -> Found | None:
-        """The scaler maker the callee expression ``func`` runs, if it is one."""
+        """The scaler maker the callee expression ``func`` runs, if it is one (only a
+        callee whose name contains ``scaler``, any case, is looked up: ``NativeScaler``,
+        ``make_scaler``)."""
+        name = last_name(func)
+        if name is None or "scaler" not in name.lower():
+            return None
         spec = self.calls.function_spec(func)
         if spec is None or spec.get("bound"):
             return None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -381,9 +382,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     def visit_Call(self, node: cst.Call) -> None:
         analysis = self.context.analysis
         if not analysis.scalers.is_construction(node):
-            maker = analysis.scaler_makers.named_by(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
-            if maker is not None:
-                self._check_maker(node, maker)
+            if self._file_may_run_bfloat16 and isinstance(node.func, (cst.Name, cst.Attribute)):
+                maker = analysis.scaler_makers.named_by(node.func)
+                if maker is not None:
+                    self._check_maker(node, maker)
             return
         order = positional_order(self.qualified_name(node.func) or "")
         arguments = call_arguments(node, order) if order is not None else None
@@ -449,6 +451,15 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             found = analysis.classes.method_of(node)
             return found is not None and found[0] is region
         return analysis.tree.scope_of(node) is region
+
+    @functools.cached_property
+    def _file_may_run_bfloat16(self) -> bool:
+        """Does any autocast of the file (block or built context) possibly run in
+        bfloat16? Only then are other calls worth resolving as scaler makers."""
+        module = self.context.module
+        return bool(self._bfloat16_uses(module)) or any(
+            b.use.dtypes is not None and "bfloat16" in b.use.dtypes for b in self.context.analysis.autocast.blocks
+        )
 
     def _bfloat16_uses(self, region: cst.CSTNode) -> list[AutocastUse]:
         """The enabled autocasts of ``region`` that may run in bfloat16 — its blocks, and
