@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
@@ -167,6 +168,13 @@ class Values:
     def _inherited(self, node: cst.Attribute, kind: str) -> frozenset[str] | None:
         """``self.attr`` that its class neither assigns nor defines, from the class's
         project base class: what ``class_members`` says of it there."""
+        found = self.inherited_member(node)
+        entry = found[2] if found is not None else None
+        return frozenset(entry[kind]) if isinstance(entry, dict) and kind in entry else None
+
+    def inherited_member(self, node: cst.BaseExpression) -> tuple[str, str, Any] | None:
+        """For ``self.attr`` that its class neither assigns nor defines: the file of the
+        base class that gives it, ``Class.attr`` there, and what is known of its values."""
         own = self.classes.instance_attribute(node)
         if self.calls is None or own is None or self.classes.members(*own) or self._building_members:
             return None  # (while this file's table is built, its own inheritance is not followed)
@@ -177,8 +185,7 @@ class Values:
         if base is None:
             return None
         found = self.calls.find(member_spec(base, attr), "members", lambda: {"members": self.class_members})
-        entry = found[3] if found is not None else None
-        return frozenset(entry[kind]) if isinstance(entry, dict) and kind in entry else None
+        return (found[0], found[2], found[3]) if found is not None else None
 
     @functools.cached_property
     def class_members(self) -> dict[str, dict[str, list[str]]]:

@@ -411,7 +411,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if bf16_uses:
             self.report(
                 node,
-                f"GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling{bf16_uses[0].origin}",
+                f"GradScaler is enabled although autocast may run in bfloat16, which needs no loss scaling"
+                f"{bf16_uses[0].origin}{self._dtype_origin(bf16_uses[0])}",
                 fix=self._fix(node, enabled, bf16_uses[0]),
             )
             return
@@ -482,6 +483,17 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             if use is not None:
                 found.append(use)
         return found
+
+    def _dtype_origin(self, use: AutocastUse) -> str:
+        """Where an inherited dtype comes from: `` (`self.amp_dtype` is `Trainer.amp_dtype`
+        of trainer/base.py)``."""
+        analysis = self.context.analysis
+        found = analysis.member_values.inherited_member(use.dtype_expr) if use.dtype_expr is not None else None
+        if found is None:
+            return ""
+        path, key, _ = found
+        shown = self.context.module.code_for_node(use.dtype_expr) if use.dtype_expr is not None else ""
+        return f" (`{shown}` is `{key}` of {analysis.modules.display(path)})"
 
     def _check_maker(self, node: cst.Call, maker: Found) -> None:
         """A project function or class that builds an always-enabled GradScaler
