@@ -446,3 +446,29 @@ def test_a_member_read_through_the_class_own_base_does_not_loop(tmp_path: Path) 
     assert not [code for code, _, _ in found if code == "AMP999"], found
     # The inherited class attribute still gives the autocast its bfloat16.
     assert ("AMP302", 11) in [(code, row) for code, row, _ in found]
+
+
+def test_amp_enabled_by_a_function_that_returns_false_off_cuda(tmp_path: Path) -> None:
+    # YOLO: `amp = check_amp(model)` returns False on CPU and MPS, so the "cuda" autocast
+    # and scaler it enables are CUDA-only on purpose.
+    general = (
+        "import torch\n\n\ndef check_amp(model):\n    device = next(model.parameters()).device\n"
+        "    if device.type in ('cpu', 'mps'):\n        return False\n    return amp_allclose(model)\n\n\n"
+        "def check_other(model):\n    return amp_allclose(model)\n"
+    )
+    train = (
+        "import torch\nfrom utils.general import check_amp\n\n\ndef train(model, device, x):\n    model.to(device)\n"
+        "    amp = check_amp(model)\n    scaler = torch.amp.GradScaler('cuda', enabled=amp)\n"
+        "    with torch.amp.autocast('cuda', enabled=amp):\n        loss = model(x)\n    scaler.scale(loss).backward()\n"
+    )
+    root = _project(
+        tmp_path,
+        {
+            "utils/__init__.py": "",
+            "utils/general.py": general,
+            "train.py": train,
+            "other.py": train.replace("check_amp", "check_other"),
+        },
+    )
+    assert _check(root, "train.py", "AMP201") == []
+    assert [(code, row) for code, row, _ in _check(root, "other.py", "AMP201")] == [("AMP201", 8), ("AMP201", 9)]

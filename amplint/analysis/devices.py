@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from amplint.analysis.bindings import Bindings
+from amplint.analysis.calls import CallTargets
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name, last_name, string_literal
@@ -193,6 +194,8 @@ class DeviceAnalysis:
     names: NameResolver
     bindings: Bindings
     classes: Classes
+    # Which project function a call runs (for functions that return False off CUDA); None: not asked.
+    calls: CallTargets | None = None
     _occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = field(default_factory=dict, init=False, repr=False)
 
     # -- scopes ----------------------------------------------------------------------------
@@ -439,10 +442,46 @@ class DeviceAnalysis:
         if isinstance(expr, cst.Comparison):
             sides = (expr.left, *(target.comparator for target in expr.comparisons))
             return any(not _is_none(side) and self.gated_on_device(side, depth + 1) for side in sides)
+        if isinstance(expr, cst.Call):
+            return self._returns_false_off_device(expr)
         key = last_name(expr) or _string_key(expr)
         if key is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
             return False
         return any(self.gated_on_device(value, depth + 1) for value in self._assigned_to(key))
+
+    def _returns_false_off_device(self, call: cst.Call) -> bool:
+        """Does ``call`` run a project function (here or in another file) that returns
+        ``False`` where a device test says so (YOLO's ``amp = check_amp(model)``: ``if
+        device.type in ("cpu", "mps"): return False``)?"""
+        spec = self.calls.callee(call) if self.calls is not None else None
+        if spec is None or self.calls is None:
+            return False
+        found = self.calls.find(spec, "device_gated", lambda: {"device_gated": self.device_gated})
+        return found is not None and found[3] is True
+
+    @functools.cached_property
+    def device_gated(self) -> dict[str, bool]:
+        """The functions of this file (by key) with a ``return False`` under an ``if`` on a
+        device test (part of the file's project summary)."""
+        found: dict[str, bool] = {}
+        for node in self.tree.index.returns:
+            if not (isinstance(node.value, cst.Name) and node.value.value == "False"):
+                continue
+            function = self.tree.scope_of(node)
+            if not isinstance(function, cst.FunctionDef) or self.calls is None:
+                continue
+            key = self.calls.function_key(function)
+            if key is not None and self._under_device_test(node, function):
+                found[key] = True
+        return found
+
+    def _under_device_test(self, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+        for child, ancestor in self.tree.ancestry(node):
+            if ancestor is function:
+                return False
+            if isinstance(ancestor, cst.If) and child is ancestor.body and self.is_device_test(ancestor.test):
+                return True
+        return False
 
     def _assigned_to(self, key: str) -> list[cst.BaseExpression]:
         """The values the file assigns to a name, attribute or string key spelled ``key``."""

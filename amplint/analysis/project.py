@@ -30,6 +30,7 @@ from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets, Spec
 from amplint.analysis.classes import Classes
+from amplint.analysis.devices import DeviceAnalysis
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.training import TrainingAnalysis
@@ -84,6 +85,7 @@ class ProjectAnalysis:
     calls: CallTargets
     wrappers: AutocastWrappers
     scaler_makers: ScalerMakers
+    devices: DeviceAnalysis
 
     # -- this file's summary ---------------------------------------------------------------
 
@@ -117,6 +119,7 @@ class ProjectAnalysis:
             "autocast_wrappers": self.wrappers.defined,
             "scaler_makers": self.scaler_makers.defined,
             "members": self.values.class_members,
+            "device_gated": self.devices.device_gated,
         }
 
     def _constants(self) -> dict[str, dict[str, list[str]]]:
