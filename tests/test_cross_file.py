@@ -142,10 +142,10 @@ def test_dtypes_from_another_modules_constants(tmp_path: Path) -> None:
             "bf16.py": "import torch\nfrom config import AMP_DTYPE\n\nscaler = torch.amp.GradScaler('cuda')\n\n"
             "def step(m, x):\n    with torch.autocast('cuda', dtype=AMP_DTYPE):\n        loss = m(x)\n"
             "    scaler.scale(loss).backward()\n",
-            "fp16.py": "import torch\nimport config\n\ndef step(m, x):\n    with torch.autocast('cuda', dtype=config.HALF):\n"
-            "        loss = m(x)\n    loss.backward()\n",
-            "unknown.py": "import torch\nimport config\n\ndef step(m, x):\n    with torch.autocast('cuda', dtype=config.UNKNOWN):\n"
-            "        loss = m(x)\n    loss.backward()\n",
+            "fp16.py": "import torch\nimport config\n\ndef step(m, x, opt):\n    with torch.autocast('cuda', dtype=config.HALF):\n"
+            "        loss = m(x)\n    loss.backward()\n    opt.step()\n",
+            "unknown.py": "import torch\nimport config\n\ndef step(m, x, opt):\n    with torch.autocast('cuda', dtype=config.UNKNOWN):\n"
+            "        loss = m(x)\n    loss.backward()\n    opt.step()\n",
         },
     )
     assert [(code, row) for code, row, _ in _check(root, "bf16.py", "AMP302")] == [("AMP302", 4)]
@@ -253,9 +253,10 @@ def test_a_wrapper_in_the_same_file_and_a_method_wrapper(tmp_path: Path) -> None
         {
             "trainer.py": "import torch\n\n\nclass Trainer:\n    def amp_autocast(self, dtype):\n"
             "        return torch.autocast('cuda', dtype=dtype)\n\n    def step(self, x):\n"
-            "        with self.amp_autocast(torch.float16):\n            loss = self.model(x)\n        loss.backward()\n",
+            "        with self.amp_autocast(torch.float16):\n            loss = self.model(x)\n        loss.backward()\n"
+            "        self.optimizer.step()\n",
             "script.py": "import torch\n\n\ndef half_autocast():\n    return torch.autocast('cuda', dtype=torch.float16)\n\n\n"
-            "def step(model, x):\n    with half_autocast():\n        loss = model(x)\n    loss.backward()\n",
+            "def step(model, x, optimizer):\n    with half_autocast():\n        loss = model(x)\n    loss.backward()\n    optimizer.step()\n",
         },
     )
     assert [(code, row) for code, row, _ in _check(root, "trainer.py", "AMP105")] == [("AMP105", 9)]
@@ -263,7 +264,7 @@ def test_a_wrapper_in_the_same_file_and_a_method_wrapper(tmp_path: Path) -> None
 
 
 def test_silent_where_the_wrapper_or_its_arguments_are_not_certain(tmp_path: Path) -> None:
-    body = "        loss = model(x)\n    loss.backward()\n"
+    body = "        loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
     root = _project(
         tmp_path,
         {
@@ -328,7 +329,8 @@ def test_methods_inherited_from_a_base_class_in_another_file(tmp_path: Path) -> 
             # Two levels down, in a package.
             "pkg/__init__.py": "",
             "pkg/grandchild.py": "import torch\nfrom child import Child\n\n\nclass GrandChild(Child):\n    def train_step(self, x):\n"
-            "        with self.maybe_autocast(dtype=torch.float16):\n            loss = self.net(x)\n        loss.backward()\n",
+            "        with self.maybe_autocast(dtype=torch.float16):\n            loss = self.net(x)\n        loss.backward()\n"
+            "        self.optimizer.step()\n",
             # The method is overridden: the class's own definition counts, not the base's.
             "override.py": child.replace("class Child(BaseModel):\n", "class Child(BaseModel):\n    def optimize(self, loss):\n        self.pending = loss\n\n"),
             # Several bases: the method resolution order is not followed.

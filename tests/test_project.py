@@ -66,9 +66,18 @@ def test_the_oldest_of_several_declarations_wins(tmp_path: Path) -> None:
     assert project_facts(root).target_torch == (1, 13)
 
 
-def test_an_unbounded_declaration_leaves_the_target_unknown(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"requirements.txt": "torch\n", "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n"})
-    assert project_facts(root).target_torch is None
+def test_an_unbounded_declaration_says_nothing_beside_a_bounded_one(tmp_path: Path) -> None:
+    root = _project(tmp_path / "both", {"requirements.txt": "torch\n", "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n"})
+    assert project_facts(root).target_torch == (2, 0)
+    # rcg: a conda environment pins 1.7.1, setup.py lists a bare torch.
+    conda = _project(
+        tmp_path / "rcg",
+        {"environment.yaml": "dependencies:\n  - pytorch=1.7.1\n", "setup.py": "from setuptools import setup\nsetup(install_requires=['torch'])\n"},
+    )
+    assert project_facts(conda).target_torch == (1, 7)
+    # A bare torch alone: the target is unknown (current torch).
+    bare = _project(tmp_path / "bare", {"requirements.txt": "torch\n"})
+    assert project_facts(bare).target_torch is None
 
 
 def test_setup_py_is_read_not_run(tmp_path: Path) -> None:

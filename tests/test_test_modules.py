@@ -11,8 +11,8 @@ from amplint.api import check_source
 SOURCES = {
     # vissl's FSDP tests: a few unscaled float16 steps.
     "AMP105": (
-        "import torch\n\ndef run_steps(model, batch):\n    with torch.cuda.amp.autocast():\n"
-        "        out = model(batch).mean()\n    out.backward()\n"
+        "import torch\n\ndef run_steps(model, batch, optimizer):\n    with torch.cuda.amp.autocast():\n"
+        "        out = model(batch).mean()\n    out.backward()\n    optimizer.step()\n"
     ),
     # torch-ngp's benchmark times the backward under autocast.
     "AMP103": (

@@ -135,8 +135,9 @@ def project_facts(
     if target is None and nearest:
         bounds = [lowest_admitted(requirement) for requirement in nearest]
         known = [bound for bound in bounds if bound is not None]
-        # Several declarations (requirements.txt and pyproject): the oldest must work.
-        target = min(known) if known and len(known) == len(bounds) else None
+        # Several declarations (requirements.txt and pyproject): the oldest must work. A bare
+        # `torch` (setup.py beside a pinned conda environment) says nothing about which.
+        target = min(known) if known else None
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     return ProjectFacts(target_torch=target, runtime_helpers=helpers)

@@ -42,7 +42,11 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     MAE (whose fp32 branch calls `loss.backward()` beside it). Also not flagged, a
     decision of amplint's that RULES.md leaves open: test modules (`test_*.py`,
     `*_test.py`, files under `tests/` or `test/`), whose few unscaled float16 steps
-    compare numerics rather than train a model (vissl's FSDP tests), as AMP101 does.
+    compare numerics rather than train a model (vissl's FSDP tests), as AMP101 does; and
+    files that never step an optimizer (`optimizer.step()`, `opt.step()`, or `.step()` on
+    a name bound to a `torch.optim` construction): forward/backward benchmarks, gradient
+    equivalence checks and memory probes compute gradients nobody trains on (VMamba's
+    `testfwdbwd`), so underflow changes nothing there.
 
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the
@@ -87,6 +91,18 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     requires = (frozenset({"backward"}),)
 
     VALID = (
+        # A forward/backward benchmark: no optimizer ever steps on these gradients.
+        """
+        import torch
+
+        def time_fwd_bwd(model, images, targets):
+            criterion = torch.nn.CrossEntropyLoss()
+            for _ in range(30):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = criterion(model(images), targets)
+                loss.backward()
+            torch.cuda.synchronize()
+        """,
         """
         import torch
 
@@ -188,6 +204,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 with torch.autocast('cuda'):
                     loss = m(x)
                 loss.backward()
+                optimizer.step()
             """,
             line=4, column=5, message="small gradients underflow to zero",
         ),
@@ -198,6 +215,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             with torch.autocast('cuda', dtype=dtype):
                 loss = m(x)
             loss.backward()
+            optimizer.step()
             """,
             line=3, column=1, message="small gradients underflow to zero",
         ),
@@ -207,6 +225,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             with torch.cuda.amp.autocast():
                 loss = m(x)
             loss.backward()
+            optimizer.step()
             """,
             line=2, column=1, message="small gradients underflow to zero",
         ),
@@ -219,6 +238,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 with amplint.runtime.autocast(device):
                     loss = m(x)
                 loss.backward()
+                optimizer.step()
             """,
             line=4, column=5, message="float16 autocast in training without a GradScaler",
         ),
@@ -232,6 +252,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 with contexts[precision]:
                     loss = m(x)
                 loss.backward()
+                optimizer.step()
             """,
             line=6, column=5, message="float16 autocast in training without a GradScaler",
         ),
@@ -244,6 +265,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                       'fp16': torch.autocast('cuda', dtype=torch.float16)}[precision]:
                     loss = m(x)
                 loss.backward()
+                optimizer.step()
             """,
             line=4, column=5, message="small gradients underflow to zero",
         ),
@@ -262,6 +284,8 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 return
             if analysis.training.under_no_grad(node):
                 return  # inference: no backward runs through this block
+            if not analysis.training.optimizer_steps:
+                return  # a benchmark or a gradient check: nothing trains on these gradients
             self.report(
                 node,
                 f"float16 autocast in training without a GradScaler: small gradients underflow to zero{block.use.origin}",
