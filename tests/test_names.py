@@ -139,3 +139,23 @@ def test_names_that_are_no_variables_resolve_to_nothing() -> None:
     keyword = next(node for node in context.parents if isinstance(node, cst.Arg) and node.keyword is not None)
     assert keyword.keyword is not None
     assert context.analysis.names.resolve(keyword.keyword) is None
+
+
+def test_torch_brought_by_a_star_import_is_read_as_torch() -> None:
+    # IDvs.MoRec: `torch` comes only from `from data_utils.utils import *`; code reading it
+    # would fail otherwise, so it is torch (the scope analysis leaves it unresolved).
+    text = "from data_utils.utils import *\n\nscaler = torch.cuda.amp.GradScaler()\ntorch.cuda.set_device(0)\n"
+    context = _context(text)
+    calls = [node for node in context.parents if isinstance(node, cst.Call)]
+    assert [context.analysis.names.resolve(call.func) for call in calls] == [
+        "torch.cuda.amp.GradScaler",
+        "torch.cuda.set_device",
+    ]
+    # Bound in the file itself, or without a star import, it is not taken on trust.
+    for other in (
+        "from data_utils.utils import *\ntorch = load()\nx = torch.cuda.amp.GradScaler()\n",
+        "x = torch.cuda.amp.GradScaler()\n",
+    ):
+        context = _context(other)
+        call = next(node for node in context.parents if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute))
+        assert context.analysis.names.resolve(call.func) is None, other

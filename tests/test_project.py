@@ -16,7 +16,12 @@ from packaging.requirements import Requirement
 
 from amplint.api import ProjectFacts, check_source, fix_source_text
 from amplint.diagnostics import Applicability
-from amplint.engine.project import lowest_admitted, parse_torch_version, project_facts
+from amplint.engine.project import (
+    declared_requirements,
+    lowest_admitted,
+    parse_torch_version,
+    project_facts,
+)
 
 
 @pytest.mark.parametrize(
@@ -301,3 +306,10 @@ def test_a_conda_environment_under_another_name_is_read_and_other_yaml_is_not(tm
     # A YAML list that is not a conda environment says nothing about the torch installed.
     other = _project(tmp_path / "other", {"config.yaml": "models:\n  - torch==1.8\n", "requirements.txt": "torch>=2.4\n"})
     assert project_facts(other).target_torch == (2, 4)
+
+
+def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
+    # ColBERT: `extras_require={"torch": ["torch==1.13.1"]}`.
+    root = _project(tmp_path, {"setup.py": "import setuptools\nsetuptools.setup(extras_require={'torch': ['torch==1.13.1'], 'gpu': ['faiss']})\n"})
+    assert [str(requirement) for requirement in declared_requirements(root).torch] == ["torch==1.13.1"]
+    assert project_facts(root).target_torch == (1, 13)

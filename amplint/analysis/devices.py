@@ -43,6 +43,8 @@ from amplint.engine.walk import ReadOnlyVisitor
 
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
 _FLAG_WORDS = ("cuda", "gpu", "cpu")
+# Methods whose result is a tensor (not `.float()`/`.half()`/`.to()`, which modules have too).
+TENSOR_RESULTS = frozenset({"cuda", "argmax", "argmin", "softmax", "log_softmax", "sigmoid", "detach", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute"})
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
@@ -136,9 +138,10 @@ class _Occurrences(ReadOnlyVisitor):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        # `image = batch["image"].cuda()`: data moved to CUDA, whatever else it is.
+        # `image = batch["image"].cuda()`: data moved to CUDA, whatever else it is;
+        # `preds = logits[:, 1:].argmax(dim=2)`: the result of a method only tensors have.
         value = node.value
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cuda":
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
             self.tensors.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         return True
 
@@ -638,16 +641,30 @@ class DeviceAnalysis:
         function = self.tree.scope_of(node)
         if not isinstance(function, cst.FunctionDef):
             return False
-        calls = [
-            call
-            for call in self.tree.index.calls
-            if isinstance(call.func, cst.Name) and call.func.value == function.name.value
-        ]
+        calls = [call for call in self.tree.index.calls if self._calls_function(call, function)]
         callers = [self.tree.scope_of(call) for call in calls]
         spawned = self._spawned_per_cuda_device(function)
         return (bool(calls) or spawned) and all(
-            isinstance(caller, cst.FunctionDef) and caller is not function and self.requires_cuda(call)
+            isinstance(caller, cst.FunctionDef)
+            and caller is not function
+            and (self.requires_cuda(call) or self.in_device_condition(call))
             for call, caller in zip(calls, callers, strict=True)
+        )
+
+    def _calls_function(self, call: cst.Call, function: cst.FunctionDef) -> bool:
+        """``f(...)`` for a module-level ``f``; ``self.m(...)`` in the class that defines ``m``."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value == function.name.value
+        owner = self.tree.class_of(function)
+        if owner is None or not isinstance(func, cst.Attribute) or func.attr.value != function.name.value:
+            return False
+        found = self.classes.method_of(call)
+        return (
+            found is not None
+            and found[0] is owner
+            and isinstance(func.value, cst.Name)
+            and func.value.value == self.classes.self_name(found[1])
         )
 
     def _spawned_per_cuda_device(self, function: cst.FunctionDef) -> bool:

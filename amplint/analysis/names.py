@@ -71,6 +71,9 @@ class NameResolver:
                     # builtin or the rebinding. Unsure, so unresolved (the scope analysis
                     # would say which, at the cost of analysing the whole file).
                     return None
+            if root in STAR_MODULES and index.star_module(root) and role == "read":
+                full = cst.helpers.get_full_name_for_node(node)
+                return full if full is not None and full.split(".")[0] == root else None
             base = index.plain_import(root)
             if base is not None and role == "read":
                 if root not in index.bindings:
@@ -89,6 +92,10 @@ class NameResolver:
             if name.source is QualifiedNameSource.BUILTIN
             else name.name
         )
+
+
+# Top-level modules read as themselves when only a star import can have bound them.
+STAR_MODULES = frozenset({"torch"})
 
 
 class _ImportIndex:
@@ -128,6 +135,14 @@ class _ImportIndex:
                 for alias in node.names:
                     bound = alias.evaluated_alias or alias.evaluated_name
                     self.bindings.setdefault(bound, []).append(f"{module}.{alias.evaluated_name}" if module else None)
+
+    def star_module(self, name: str) -> bool:
+        """Is ``name`` a module that only a star import can bind here (``torch`` read in a
+        file whose ``from data_utils.utils import *`` brings it, and that never binds it
+        itself)? Read as that module: code that reads it would fail otherwise."""
+        if not self.star or name in self.bindings:
+            return False
+        return all(_role(occurrence, self.tree) in ("read", "name", "harmless") for occurrence in self.occurrences.get(name, ()))
 
     def plain_import(self, name: str) -> str | None:
         if name not in self._plain:

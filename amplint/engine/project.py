@@ -275,8 +275,15 @@ def _setup_py(path: Path) -> Iterator[str]:
         return
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
+            # The extras' names (`{"torch": ["torch==1.13.1"]}`, ColBERT) are no requirements.
+            keys = {id(key) for dict_node in ast.walk(node.value) if isinstance(dict_node, ast.Dict) for key in dict_node.keys}
             for constant in ast.walk(node.value):
-                if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and _looks_like_requirement(constant.value):
+                if (
+                    isinstance(constant, ast.Constant)
+                    and isinstance(constant.value, str)
+                    and id(constant) not in keys
+                    and _looks_like_requirement(constant.value)
+                ):
                     yield constant.value
 
 

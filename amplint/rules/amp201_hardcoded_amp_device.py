@@ -606,6 +606,45 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         def main_worker(gpu, config):
             dist.init_process_group(backend="nccl", rank=gpu)
         """,
+        # The NCCL helper runs only where its callers have CUDA (Time-MoE, NATSpeech).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def setup_nccl(rank, world_size):
+            dist.init_process_group("nccl", rank=rank, world_size=world_size)
+
+        def main(rank, world_size):
+            if torch.cuda.is_available():
+                setup_nccl(rank=rank, world_size=world_size)
+                return f"cuda:{rank}"
+            return "cpu"
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+
+        class Trainer:
+            def __init__(self, on_gpu):
+                self.device = torch.device("cuda" if on_gpu else "cpu")
+
+            def ddp_run(self, gpu_idx):
+                self.init_ddp_connection(gpu_idx, len(self.gpus))
+                torch.cuda.set_device(gpu_idx)
+
+            def init_ddp_connection(self, rank, world_size):
+                dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        """,
+        # `preds` is the argmax of a tensor: its `.device` is the data's (openvla).
+        """
+        import torch
+
+        def run_training(vlm, batch, dtype):
+            with torch.autocast("cuda", dtype=dtype):
+                output = vlm(input_ids=batch["input_ids"])
+            preds = output.logits[:, 1:-1].argmax(dim=2)
+            return batch["labels"][:, 1:].to(preds.device) == preds
+        """,
         # A tensor parameter's `.device` says where the data is, not where the code runs.
         """
         import torch
