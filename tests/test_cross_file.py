@@ -474,3 +474,21 @@ def test_amp_enabled_by_a_function_that_returns_false_off_cuda(tmp_path: Path) -
     )
     assert _check(root, "train.py", "AMP201") == []
     assert [(code, row) for code, row, _ in _check(root, "other.py", "AMP201")] == [("AMP201", 8), ("AMP201", 9)]
+
+
+def test_a_measurement_backward_reached_through_calls_is_not_a_training_step(tmp_path: Path) -> None:
+    # YOLO's autobatch: `check_train_batch_size` opens the autocast and calls a profiler
+    # whose `y.sum().backward()` sizes batches; nothing trains there.
+    torch_utils = (
+        "import torch\n\n\ndef profile(model, x, n=3):\n    for _ in range(n):\n        y = model(x)\n"
+        "        y.sum().backward()\n\n\ndef train_step(model, x, optimizer):\n    y = model(x)\n"
+        "    y.sum().backward()\n    optimizer.step()\n"
+    )
+    autobatch = (
+        "import torch\nfrom utils.torch_utils import profile, train_step\n\n\ndef check_batch_size(model, x):\n"
+        "    with torch.autocast('cuda'):\n        return profile(model, x)\n\n\n"
+        "def step(model, x, optimizer):\n    with torch.autocast('cuda'):\n        train_step(model, x, optimizer)\n"
+    )
+    root = _project(tmp_path, {"utils/__init__.py": "", "utils/torch_utils.py": torch_utils, "utils/autobatch.py": autobatch})
+    # The profiler is passed over; the step that also steps its optimizer is flagged.
+    assert [(code, row) for code, row, _ in _check(root, "utils/autobatch.py", "AMP103")] == [("AMP103", 12)]

@@ -33,6 +33,7 @@ from amplint.analysis.classes import Classes
 from amplint.analysis.devices import DeviceAnalysis
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
+from amplint.analysis.syntax import last_name
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
@@ -106,7 +107,7 @@ class ProjectAnalysis:
             text = _short(self.source.module.code_for_node(call.func))
             if self.is_bce(call):
                 entry["bce"].append([line, text])
-            elif self.training.is_tensor_backward(call):
+            elif self.training.is_tensor_backward(call) and self._trains(call):
                 entry["backward"].append([line, f"{text}()"])
             else:
                 spec = self.calls.callee(call)
@@ -121,6 +122,19 @@ class ProjectAnalysis:
             "members": self.values.class_members,
             "device_gated": self.devices.device_gated,
         }
+
+    def _trains(self, backward: cst.Call) -> bool:
+        """Is this backward a training step's — a scaled backward, a loss's
+        (``total_loss.backward()``), or one in a function that steps an optimizer — and not
+        a measurement (a profiler's ``y.sum().backward()`` that sizes batches)? Only those
+        are followed across calls."""
+        receiver = backward.func.value if isinstance(backward.func, cst.Attribute) else None
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
+            return True
+        name = last_name(receiver) if receiver is not None else None
+        if name is not None and "loss" in name.lower():
+            return True
+        return bool(self.training.scope_optimizer_steps(self.tree.scope_of(backward)))
 
     def _constants(self) -> dict[str, dict[str, list[str]]]:
         constants: dict[str, dict[str, list[str]]] = {}

@@ -22,10 +22,13 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     determinism test), as AMP101 and AMP105 are.
 
     Across functions and files: a call inside an autocast block to a function or method
-    of the project (this file or another) that runs a tensor backward
+    of the project (this file or another) that runs a training step's backward
     (`self.optimize(loss)` doing `loss.backward()`, an engine's `backward_step`) is
     flagged at the call, with the chain that leads to the backward; unresolved calls end
-    the chain (see AMP104).
+    the chain (see AMP104). A training step's backward, a decision of amplint's, is a
+    scaled backward, a backward of a loss-named value, or one in a function that steps an
+    optimizer: a profiler reached through calls that runs `y.sum().backward()` to size
+    batches (YOLO's autobatch) measures, it does not train.
 
     ## Why is this bad?
     PyTorch's AMP recipe runs only the forward pass and the loss under autocast.
