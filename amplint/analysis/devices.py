@@ -741,7 +741,10 @@ class DeviceAnalysis:
             return False
         parent = self.tree.parent(literal)
         if isinstance(parent, cst.IfExp):
-            return True
+            # `torch.load(path, map_location="cpu" if quant else device)` stages weights in
+            # host memory; it chooses no device to run on (LLaMA2-Accessory).
+            holder = self.tree.parent(parent)
+            return not (isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location")
         if isinstance(parent, cst.Arg):
             call = self.tree.parent(parent)
             if parent.keyword is not None and parent.keyword.value in ("device", "device_type"):

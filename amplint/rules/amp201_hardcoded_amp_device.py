@@ -90,7 +90,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`),
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
-    test with a fallback).
+    test with a fallback; `torch.load(..., map_location="cpu" if quant else device)` stages
+    weights in host memory and chooses no device).
 
     Not flagged: an autocast or GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
@@ -634,6 +635,15 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
             def init_ddp_connection(self, rank, world_size):
                 dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        """,
+        # Weights staged in host memory are no CPU device choice (LLaMA2-Accessory).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def from_pretrained(path, device, quant=False):
+            dist.init_process_group(backend="nccl", rank=0, world_size=1)
+            return torch.load(path, map_location="cpu" if quant else device)
         """,
         # `preds` is the argmax of a tensor: its `.device` is the data's (openvla).
         """
