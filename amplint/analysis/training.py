@@ -233,10 +233,17 @@ class TrainingAnalysis:
                     steps.append(call)
             elif is_optimizer_name(name) or (
                 isinstance(receiver, cst.Name)
+                and self._may_construct_optimizers
                 and self.is_optimizer_construction(self.bindings.single_value(receiver))
             ):
                 steps.append(call)
         return steps
+
+    @functools.cached_property
+    def _may_construct_optimizers(self) -> bool:
+        """A ``torch.optim`` construction needs the word in the text; without it, no
+        receiver's binding is worth resolving (a scope analysis per file)."""
+        return "optim" in self.source.text
 
     @functools.cached_property
     def trains(self) -> bool:

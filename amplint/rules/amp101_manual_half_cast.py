@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -122,7 +123,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     triggers = frozenset({".half", ".bfloat16", "float16", "HalfTensor", "BFloat16Tensor"})
     # Pre-filter: only files that train: a backward, an optimizer's `.step()`, or a
     # scaler's `.step(optimizer)` (a scheduler's `.step(x, t)` is neither).
-    requires = (frozenset({"backward", ".step()", "*scaler", "GradScaler"}),)
+    requires = (frozenset({".backward", ".step()", "*scaler", "GradScaler"}),)
 
     VALID = (
         "model = model.half()\n",  # no training in this file
@@ -374,7 +375,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         self._casts: list[tuple[cst.Call, str]] = []  # each cast and what it casts: "model" | "input"
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute):
+        if not isinstance(node.func, cst.Attribute) or not self._file_trains:
             return
         method = node.func.attr.value
         if method in ("half", "bfloat16"):
@@ -440,9 +441,15 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         values = self.context.analysis.values.dtype_values(expr)
         return values if values and values <= LOW_PRECISION else None
 
+    @functools.cached_property
+    def _file_trains(self) -> bool:
+        """Checked before any dtype is resolved: most files that cast never train."""
+        training = self.context.analysis.training
+        return not training.in_test_module and training.trains
+
     def _applies(self, node: cst.Call) -> bool:
         analysis = self.context.analysis
-        if analysis.training.in_test_module or not analysis.training.trains or analysis.training.in_inference(node):
+        if analysis.training.in_inference(node):
             return False
         if self._precision_managed_elsewhere or self._deliberate(node):
             return False

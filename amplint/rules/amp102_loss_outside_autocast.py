@@ -117,7 +117,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
 
     triggers = frozenset({"*autocast"})
     # Pre-filter: a tensor backward must follow the loss.
-    requires = (frozenset({"backward"}),)
+    requires = (frozenset({".backward"}),)
 
     VALID = (
         """

@@ -68,8 +68,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     without a fix, because moving it would reorder code.
     """
 
-    # A backward in this file, or a call that may run one in another project file.
-    triggers = frozenset({"backward", "*autocast"})
+    # A backward here or one reached in another file counts only inside an autocast
+    # block, and every spelling of one names autocast in this file.
+    triggers = frozenset({"*autocast"})
     # Pre-filter: every spelling of an autocast block names autocast somewhere in the file.
     requires = (frozenset({"*autocast"}),)
 

@@ -88,7 +88,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     triggers = frozenset({"*autocast"})
     # Pre-filter: a backward (the float16 dtype may be named here, be a device's default,
     # or come from another module's constant).
-    requires = (frozenset({"backward"}),)
+    requires = (frozenset({".backward"}),)
 
     VALID = (
         # A forward/backward benchmark: no optimizer ever steps on these gradients.

@@ -180,10 +180,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
     triggers = frozenset({"cuda", "nccl", "autocast"})
     # Pre-filter, case by case: (a) an AMP API, "cuda" and a device variable; (b) a
-    # conditional expression whose value is "cuda" or "cpu"; (c) autocast and `str`;
-    # (d) `init_process_group`.
+    # conditional expression whose value is "cuda" or "cpu", reported only where it
+    # reaches an AMP API; (c) autocast and `str`; (d) `init_process_group`.
     requires = (
-        frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd", "init_process_group", DEVICE_STRING_CHOICE}),
+        frozenset({"autocast", "GradScaler", "grad_scaler", "custom_fwd", "custom_bwd", "init_process_group"}),
         frozenset({"device", "str", "init_process_group", DEVICE_STRING_CHOICE}),
         # (a) and (b) have the literal "cuda", (c) calls `str`, (d) has "nccl".
         frozenset({CUDA_LITERAL, STR_CALL, "nccl"}),

@@ -122,7 +122,7 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
 
     triggers = frozenset({"nullcontext"})
     # Pre-filter: an autocast, in a file that trains.
-    requires = (frozenset({"autocast"}), frozenset({"backward", ".step()", "*scaler", "GradScaler"}))
+    requires = (frozenset({"autocast"}), frozenset({".backward", ".step()", "*scaler", "GradScaler"}))
     default_enabled = False
 
     VALID = (
