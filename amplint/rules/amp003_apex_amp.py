@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
+from libcst.metadata import ImportAssignment
 
 from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import assigned_names, constant, count_names, dotted_name, loaded_names
@@ -27,6 +29,15 @@ HINTS = {
     "load_state_dict": "restore with `scaler.load_state_dict(...)`",
 }
 OPT_LEVELS = frozenset({"O1", "O2"})
+# A condition that picks a branch by torch version: `version.parse(torch.__version__) <
+# version.parse("1.6")`, `TORCH_VERSION < (1, 6)`, `hasattr(torch.cuda, "amp")`.
+VERSION_TEST = re.compile(r"version|hasattr\s*\(\s*torch\b", re.IGNORECASE)
+NATIVE_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
+NATIVE_AMP_NAMES = frozenset({"torch.autocast", "torch.GradScaler"})
+
+
+def _is_native_amp(name: str) -> bool:
+    return name in NATIVE_AMP_NAMES or any(name == module or name.startswith(module + ".") for module in NATIVE_AMP_MODULES)
 
 
 
@@ -50,7 +61,12 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     `initialize` or `scale_loss`, and bare references to the module object or its dunder
     attributes such as `amp.__path__` (its import is flagged already). A name bound to apex.amp on one path and to something else on
     another (`try: from apex import amp` / `except ImportError: amp = None`) is not
-    resolved, so only the import itself is flagged there.
+    resolved, so only the import itself is flagged there. Also not flagged, code that
+    runs only on a torch too old for native AMP, which current apex does not support
+    anyway: a branch of a torch-version test (`if version.parse(torch.__version__) <
+    version.parse("1.6"):`, `hasattr(torch.cuda, "amp")`) whose other branch uses native
+    AMP, the `except ImportError:` of a native AMP import, and uses of `amp` where only
+    such a branch binds it. A branch chosen by a user option (`if args.apex:`) is flagged.
 
     ## Why is this bad?
     `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and
@@ -130,6 +146,29 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         import apex as amp
         model = amp.initialize(model)
         """,
+        # apex only where torch predates native AMP (MeZO's copy of the HF Trainer).
+        """
+        import torch
+        from packaging import version
+
+        _use_apex = False
+        if version.parse(torch.__version__) < version.parse("1.6"):
+            from apex import amp
+            _use_apex = True
+        else:
+            from torch.cuda.amp import autocast
+
+
+        def train(model, optimizer, fp16):
+            if fp16 and _use_apex:
+                model, optimizer = amp.initialize(model, optimizer)
+        """,
+        """
+        try:
+            from torch.cuda.amp import GradScaler
+        except ImportError:  # torch < 1.6
+            from apex import amp
+        """,
         """
         from apex.parallel import DistributedDataParallel as DDP
         model = DDP(model)
@@ -152,6 +191,17 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         """,
     )
     INVALID = (
+        # A branch chosen by a user option, not by the torch version, runs today.
+        Invalid(
+            """
+            if args.apex:
+                from apex import amp
+            else:
+                from torch.cuda.amp import autocast
+            """,
+            count=1,
+            line=2, column=5, message="`apex.amp` no longer exists in current apex",
+        ),
         # Canonical: fixed.
         Invalid(
             """
@@ -293,9 +343,40 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         return None if member.startswith("__") else member
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._uses = [use for use in self._uses if not self._old_torch_only(use.node)]
         fix = self._canonical_fix()
         for use in self._uses:
             self.report(use.node, self._message(use), fix=fix if use.member == "initialize" else None)
+
+    # -- old-torch fallbacks ------------------------------------------------------------------
+
+    def _old_torch_only(self, node: cst.CSTNode) -> bool:
+        """Does ``node`` run only on a torch too old for native AMP: in the branch of a
+        torch-version test whose other branch uses native AMP (or in the ``except`` of a
+        native AMP import), or a use of a name that only such a branch binds? On any torch
+        that current apex supports, that code never runs."""
+        if self._in_old_torch_branch(node):
+            return True
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False
+        root: cst.BaseExpression = node  # type: ignore[assignment]
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        imports = [b for b in self.context.analysis.bindings.of(root) if isinstance(b, ImportAssignment)]
+        return bool(imports) and all(self._in_old_torch_branch(binding.node) for binding in imports)
+
+    def _in_old_torch_branch(self, node: cst.CSTNode) -> bool:
+        analysis = self.context.analysis
+        for child, ancestor in analysis.tree.ancestry(node):
+            if isinstance(ancestor, cst.Try) and child in ancestor.handlers and analysis.compat.uses(ancestor.body, _is_native_amp):
+                return True
+            if isinstance(ancestor, cst.If) and VERSION_TEST.search(self.context.module.code_for_node(ancestor.test)):
+                sibling = ancestor.orelse if child is ancestor.body else ancestor.body if child is ancestor.orelse else None
+                if sibling is not None and analysis.compat.uses(sibling, _is_native_amp):
+                    return True
+        return False
 
     def _message(self, use: _Use) -> str:
         if use.member is None:
