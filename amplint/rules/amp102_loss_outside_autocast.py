@@ -3,10 +3,36 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastBlock
+from amplint.analysis.syntax import dotted_name
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.edits import body_indent, reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
+
+DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
+GRADIENT_FREE = frozenset({"no_grad", "inference_mode"})
+
+
+def _moves_data(value: cst.BaseExpression) -> bool:
+    """``x.to(device[, non_blocking=True])``, ``x.cuda()``: a device move, no computation."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return False
+    method = value.func.attr.value
+    if method == "cuda":
+        return True
+    if method != "to" or not value.args:
+        return False
+    for arg in value.args:
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("device", "non_blocking", "copy"):
+                return False
+            continue
+        spelled = dotted_name(arg.value) if not isinstance(arg.value, cst.SimpleString) else None
+        text = spelled.split(".")[-1].lower() if spelled else ""
+        literal = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else None
+        if not (any(word in text for word in DEVICE_WORDS) or (isinstance(literal, str) and literal.split(":")[0] in ("cuda", "cpu"))):
+            return False
+    return True
 
 
 class _Bound(ReadOnlyVisitor):
@@ -15,8 +41,24 @@ class _Bound(ReadOnlyVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._collect(node.target)
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        # `x, y = x.to(device), y.to(device)` inside the block moves the batch; autocast
+        # computes nothing there, so those names do not tie a later loss to the block
+        # (MSN's linear evaluation trains its head in float32 after the block).
+        for target in node.targets:
+            if isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
+                names, values = target.target.elements, node.value.elements
+                if len(names) == len(values):
+                    for name, value in zip(names, values, strict=True):
+                        if not _moves_data(value.value):
+                            self._collect(name.value)
+                    continue
+            if not _moves_data(node.value):
+                self._collect(target.target)
+        return True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # collected by visit_Assign
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._collect(node.target)
@@ -38,6 +80,14 @@ class _Bound(ReadOnlyVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        # Values computed under no_grad carry no gradient: a frozen feature extractor
+        # under autocast, whose features a float32 head trains on after the block.
+        return not any(
+            isinstance(item.item, cst.Call) and (dotted_name(item.item.func) or "").split(".")[-1] in GRADIENT_FREE
+            for item in node.items
+        )
 
 
 class _Calls(ReadOnlyVisitor):
@@ -66,7 +116,11 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     contains `loss` (`loss_fn`, `self.criterion`, `compute_loss`).
 
     Not flagged: bookkeeping after the block (`loss.item()`, `loss / accum_steps`,
-    reading `outputs.loss`), losses computed inside the block, and — a decision of
+    reading `outputs.loss`), losses computed inside the block, losses whose only input
+    from the block is data the block merely moved to the device (`x, y = x.to(device),
+    y.to(device)`) or computed under `torch.no_grad()` (a frozen feature extractor whose
+    features a float32 head trains on after the block, as in MSN's linear evaluation):
+    nothing differentiable ran under autocast, and — a decision of
     amplint's — losses whose inputs from the block are explicitly upcast
     (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), evaluation code with no
     backward, blocks with `enabled=False`, methods of other objects whose *receiver*
@@ -120,6 +174,21 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     requires = (frozenset({".backward"}),)
 
     VALID = (
+        # The block moves the batch and runs the frozen encoder; the trained head and its
+        # loss run in float32 after it (MSN's linear evaluation).
+        """
+        import torch
+
+        def train(encoder, head, criterion, loader, optimizer, scaler, device):
+            for data in loader:
+                with torch.autocast("cuda"):
+                    inputs, labels = data[0].to(device), data[1].to(device, non_blocking=True)
+                    with torch.no_grad():
+                        feats = encoder(inputs)
+                outputs = head(feats.float())
+                loss = criterion(outputs, labels)
+                scaler.scale(loss).backward()
+        """,
         """
         import torch
         import torch.nn.functional as F
