@@ -1,6 +1,6 @@
-"""Test modules compare numerics and time steps on purpose: AMP102, AMP103 and AMP105 stay
-silent there (a decision of amplint's that RULES.md leaves open), and fire on the same
-code anywhere else."""
+"""Test modules compare numerics, time steps and pick devices on purpose: AMP102, AMP103,
+AMP105 and AMP201 stay silent there (a decision of amplint's that RULES.md leaves open),
+and fire on the same code anywhere else."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ SOURCES = {
     "AMP102": (
         "import torch\nimport torch.nn.functional as F\n\ndef check(model, x, y):\n    with torch.autocast('cuda'):\n"
         "        out = model(x)\n    loss = F.mse_loss(out, y)\n    loss.backward()\n"
+    ),
+    # PyG's test of a layer under CUDA autocast, on whichever device the test runs.
+    "AMP201": (
+        "import torch\n\ndef check(layer, device):\n    x = torch.randn(3, 4, device=device)\n"
+        "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return layer(x)\n"
     ),
 }
 TEST_PATHS = ["tests/test_vit_fsdp.py", "test_fsdp.py", "pkg/fsdp_test.py", "test/helpers.py"]

@@ -547,7 +547,7 @@ class DeviceAnalysis:
                     self._skipped_without_device(current) or self._in_class_skipped_without_device(current)
                 ):
                     return True
-                break
+                return self._module_requires_device(node)
             if (
                 isinstance(current, (cst.If, cst.IfExp))
                 and child is not current.test
@@ -564,7 +564,20 @@ class DeviceAnalysis:
             if isinstance(current, cst.IndentedBlock) and self._guarded_by_earlier_statement(current, child):
                 return True
             child, current = current, self.tree.parent(current)
-        return isinstance(current, cst.Module) and self._guarded_by_earlier_statement(current, child)
+        if isinstance(current, cst.Module):
+            return self._guarded_by_earlier_statement(current, child)
+        return self._module_requires_device(node)
+
+    def _module_requires_device(self, node: cst.CSTNode) -> bool:
+        """Does the module stop at import without the device (``assert
+        torch.cuda.is_available()`` at module level, before the definition that holds
+        ``node``)? Nothing defined after it can run elsewhere (lightweight-gan)."""
+        top: cst.CSTNode = node
+        for ancestor in self.tree.ancestors(node):
+            if isinstance(ancestor, cst.Module):
+                return self._guarded_by_earlier_statement(ancestor, top)
+            top = ancestor
+        return False
 
     def _in_class_skipped_without_device(self, function: cst.FunctionDef) -> bool:
         """A method of a class (or a class nested in one) skipped without the device:

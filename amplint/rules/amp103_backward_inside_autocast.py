@@ -6,6 +6,8 @@ from amplint.diagnostics import Applicability, Fix
 from amplint.fixes.edits import reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
 
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
 
 class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-autocast", summary="Backward pass inside an autocast block", fix=Applicability.SAFE):
     """## What it does
@@ -13,7 +15,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     including `scaler.scale(loss).backward()`, or `torch.autograd.backward(...)` —
     inside an autocast block.
 
-    Not flagged: `accelerator.backward(loss)`, `optimizer.backward(loss)` and other
+    Not flagged: backward calls in the `backward` of a `torch.autograd.Function` (a
+    reversible network or a checkpoint recomputing its forward under the forward's autocast
+    state, inside the outer backward pass); `accelerator.backward(loss)`, `optimizer.backward(loss)` and other
     methods named `backward` that take the loss as an argument (their library runs the
     backward pass outside autocast itself); a backward in a function merely *defined*
     under autocast; and, a decision of amplint's that RULES.md leaves open, test modules
@@ -75,6 +79,29 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     requires = (frozenset({"*autocast"}),)
 
     VALID = (
+        # Inside a custom autograd backward: a reversible block recomputes its forward under
+        # the autocast state saved in forward, and backpropagates through it (RevCol).
+        """
+        import torch
+
+        class ReverseFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, run, x):
+                ctx.run = run
+                ctx.autocast_kwargs = {"enabled": torch.is_autocast_enabled("cuda")}
+                ctx.save_for_backward(x)
+                with torch.no_grad():
+                    return run(x)
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                x = x.detach().requires_grad_()
+                with torch.enable_grad(), torch.autocast("cuda", **ctx.autocast_kwargs):
+                    out = ctx.run(x)
+                    torch.autograd.backward(out, grad)
+                return None, x.grad
+        """,
         # The canonical order: forward and loss under autocast, backward after the block.
         """
         import torch
@@ -181,9 +208,21 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             self._check_callee(node)
             return
         block = self.context.analysis.autocast.enclosing(node)
-        if block is None or block.disabled:
+        if block is None or block.disabled or self._in_custom_backward(node):
             return
         self.report(node, f"{self.summary}{block.use.origin}", fix=self._dedent_fix(node, block.statement))
+
+    def _in_custom_backward(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in the ``backward`` of a ``torch.autograd.Function``? That code runs
+        inside the outer backward pass: a reversible network or a checkpoint recomputes its
+        forward under the forward's autocast state there, and backpropagates through the
+        recomputation step by step (RevCol)."""
+        found = self.context.analysis.classes.method_of(node)
+        if found is None or found[1].name.value != "backward":
+            return False
+        return any(
+            self.qualified_name(base.value) in AUTOGRAD_FUNCTIONS for base in found[0].bases
+        )
 
     def _check_callee(self, node: cst.Call) -> None:
         """A call inside an autocast block of a function (of this or another project file)

@@ -87,13 +87,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     called only by a `run_ddp` that then calls `torch.cuda.set_device`), when the function
     is spawned once per CUDA device (`torch.multiprocessing.spawn(main_worker,
     nprocs=torch.cuda.device_count())`), after a guard that leaves without CUDA (an `assert`, a `raise` or `sys.exit`,
-    including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`),
+    including an `if`/`elif` chain that tests CUDA on a branch and exits in its `else`;
+    one at module level, such as `assert torch.cuda.is_available()` at import, covers
+    every function defined after it),
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
     test with a fallback; `torch.load(..., map_location="cpu" if quant else device)` stages
     weights in host memory and chooses no device).
 
-    Not flagged: an autocast or GradScaler whose `enabled=` already tests the device type
+    Not flagged, anything in test modules (`test_*.py`, `*_test.py`, files under `tests/`
+    or `test/`), which pick their device on purpose, as for AMP101-AMP105; an autocast or
+    GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
     a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
     `False` (a region that turns CUDA autocast off); one whose `enabled=` or `dtype=` a
@@ -190,6 +194,19 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The module stops at import without CUDA (lightweight-gan).
+        """
+        import torch
+        import torch.distributed as dist
+
+        assert torch.cuda.is_available(), "You need an Nvidia GPU with CUDA installed."
+
+
+        def setup(device):
+            dist.init_process_group("nccl", rank=0, world_size=1)
+            with torch.autocast("cuda"):
+                return device
+        """,
         # No device variable: a CUDA-only script.
         """
         import torch
@@ -861,6 +878,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     # -- detection -------------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.context.analysis.training.in_test_module:
+            return  # a test picks its device on purpose (PyG's CUDA-autocast test on any device)
         qualified = self.qualified_name(node.func)
         if qualified is None:
             return
@@ -979,6 +998,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         return project.runtime_helpers and project.torch_has(RUNTIME_TORCH)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self.context.analysis.training.in_test_module:
+            return
         body, orelse = string_literal(node.body), string_literal(node.orelse)
         if {body, orelse} != {"cuda", "cpu"}:
             return

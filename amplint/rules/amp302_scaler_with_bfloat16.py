@@ -62,8 +62,12 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     where the GradScaler is built (no fix: the change belongs to the caller's choice).
 
     Not flagged: float16-only blocks, code with any autocast block whose dtype is not
-    statically known, `enabled=False`, and scalers that reach the autocast's code some
-    other way (passed as an argument; amplint cannot see how they meet).
+    statically known, `enabled=False`, a scaler built under a condition that names
+    float16 itself or through the flag it tests (`self.do_grad_scaling = self.amp_dtype ==
+    torch.float16`, the HF Trainer), bfloat16 weights cast for evaluation (under
+    `no_grad` or in a function named for evaluation), and scalers that reach the
+    autocast's code some other way (passed as an argument; amplint cannot see how they
+    meet).
 
     ## Why is this bad?
     bfloat16 has float32's exponent range: gradients do not underflow, and loss scaling
@@ -107,6 +111,25 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
+        # Built only for float16 through a flag, and a bfloat16 copy made for evaluation
+        # (ChatGLM-6B's copy of the HF Trainer).
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, model, fp16):
+                self.model = model
+                self.amp_dtype = torch.float16 if fp16 else torch.bfloat16
+                self.do_grad_scaling = self.amp_dtype == torch.float16
+                if self.do_grad_scaling:
+                    self.scaler = torch.amp.GradScaler("cuda")
+
+            def evaluation_loop(self, loader, bf16_full_eval):
+                model = self.model
+                if bf16_full_eval:
+                    model = model.to(dtype=torch.bfloat16)
+                return [model(x) for x in loader]
+        """,
         # A property that may fall off its end (returns None) gives no known dtype.
         """
         import torch
@@ -397,7 +420,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         condition = self._condition(node)
         if condition is not None:
             test, holds = condition
-            if _names_float16(test):
+            if self._names_float16(test):
                 return  # built for float16 (or a condition that names it): the author's choice
             if _selects_bfloat16(test) is holds:
                 self.report(
@@ -499,7 +522,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         """A project function or class that builds an always-enabled GradScaler
         (``loss_scaler = NativeScaler()``), called where autocast may run in bfloat16."""
         condition = self._condition(node)
-        if condition is not None and _names_float16(condition[0]):
+        if condition is not None and self._names_float16(condition[0]):
             return  # built for float16: the author's choice
         bf16_uses = self._bfloat16_uses(self._region(node))
         if bf16_uses:
@@ -514,6 +537,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if isinstance(region, cst.FunctionDef):
             return autocast.blocks_in(region)
         return [block for block in autocast.blocks if self._in_region(block.statement, region)]
+
+    def _names_float16(self, test: cst.BaseExpression) -> bool:
+        """Does ``test`` name float16, itself or through the flag it reads
+        (``self.do_grad_scaling = self.amp_dtype == torch.float16``, the HF Trainer)?"""
+        if _names_float16(test):
+            return True
+        analysis = self.context.analysis
+        values: list[cst.BaseExpression] | None = None
+        if isinstance(test, cst.Name):
+            values = analysis.bindings.plain_values(test)
+        elif isinstance(test, cst.Attribute):
+            own = analysis.classes.instance_attribute(test)
+            values = analysis.classes.attribute_values(*own) if own is not None else None
+        return bool(values) and any(_names_float16(value) for value in values or ())
 
     def _condition(self, node: cst.Call) -> tuple[cst.BaseExpression, bool] | None:
         """The nearest condition the construction runs under, in its scope, and whether it
@@ -532,6 +569,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         for call in analysis.tree.index.calls:
             if not isinstance(call.func, cst.Attribute) or not self._in_region(call, region):
                 continue
+            if analysis.training.in_inference(call):
+                continue  # a bfloat16 copy for evaluation (`bf16_full_eval`): nothing trains it
             method = call.func.attr.value
             if method == "from_pretrained":
                 if any(
