@@ -242,19 +242,19 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             """,
             line=4, column=5, message="float16 autocast in training without a GradScaler",
         ),
+        # A literal dict of autocast contexts looked up in the `with` item.
         Invalid(
             """
             import torch
 
-            def step(m, x, precision):
-                contexts = {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),
-                            'fp16': torch.autocast('cuda', dtype=torch.float16)}
-                with contexts[precision]:
-                    loss = m(x)
+            for x, y in loader:
+                with {"bf16": torch.autocast("cuda", dtype=torch.bfloat16),
+                      "fp16": torch.autocast("cuda", dtype=torch.float16)}[args.precision]:
+                    loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
             """,
-            line=6, column=5, message="float16 autocast in training without a GradScaler",
+            line=4, column=5, message="float16 autocast in training without a GradScaler",
         ),
         Invalid(
             """

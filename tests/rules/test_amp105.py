@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from amplint.api import check_source
 from amplint.engine.rule import Invalid
 from amplint.rules.amp105_fp16_without_scaler import Fp16WithoutScaler
 from rules.examples import (
@@ -24,3 +25,25 @@ def test_valid_example(source: str) -> None:
 @pytest.mark.parametrize("example", invalid_examples(RULE))
 def test_invalid_example(example: Invalid) -> None:
     assert_invalid_example(RULE, example)
+
+
+# A dict of autocast contexts bound to a name, then looked up in the `with` item (the
+# example pins the literal-dict spelling); with no float16 entry there is nothing to say.
+NAMED_CONTEXTS = """\
+import torch
+
+def step(m, x, precision):
+    contexts = {'bf16': torch.autocast('cuda', dtype=torch.bfloat16),
+                'fp16': torch.autocast('cuda', dtype=torch.float16)}
+    with contexts[precision]:
+        loss = m(x)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_named_dict_of_contexts_is_an_autocast_block() -> None:
+    found = [(d.code, d.location.row) for d in check_source(NAMED_CONTEXTS, "train.py", select=["AMP105"])]
+    assert found == [("AMP105", 6)]
+    bfloat16_only = NAMED_CONTEXTS.replace("'fp16': torch.autocast('cuda', dtype=torch.float16)", "'bf': torch.autocast('cuda', dtype=torch.bfloat16)")
+    assert check_source(bfloat16_only, "train.py", select=["AMP105"]) == []
