@@ -226,7 +226,12 @@ class DeviceAnalysis:
         cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
         if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
             found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
-        return [variable for variable in found if self._is_variable(variable, cls)]
+        variables = [variable for variable in found if self._is_variable(variable, cls)]
+        if any(v.kind == "name" for v in found) and not any(v.kind in ("name", "parameter") for v in variables):
+            # The scope's own `device` is a CUDA literal: a tensor's or module's `.device`
+            # there is that device, not a choice (MONAI's tutorials: `noise.device`).
+            variables = [variable for variable in variables if variable.kind != "attribute"]
+        return variables
 
     def _is_variable(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
         if variable.kind == "self":

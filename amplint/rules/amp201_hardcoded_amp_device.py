@@ -71,7 +71,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
     `device.startswith("cuda")`; a test of another device, a tensor's, does not count) or
     may rebind a module-level one at run time (`exec(open(...).read())` configurators,
-    `globals().update(...)`, an argparse `--device` option). (a) is also silent in a
+    `globals().update(...)`, an argparse `--device` option); in such a scope a tensor's or
+    module's `.device` (`noise.device`, `net.device`) is that CUDA device too, not a
+    device variable. (a) is also silent in a
     function (or module-level code) that requires CUDA anyway on the autocast's own path,
     as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
     tensor with `device="cuda"`, or passes `device_id=` a CUDA device, in a block that
@@ -194,6 +196,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The scope's device is a CUDA literal; `x.device` is that device (MONAI tutorials).
+        """
+        import torch
+
+        device = torch.device("cuda")
+        model = torch.nn.Linear(4, 4).to(device)
+        for x in loader:
+            x = x.to(device)
+            noise = torch.randn_like(x).to(x.device)
+            with torch.autocast("cuda"):
+                loss = model(x + noise).sum()
+        """,
         # The module stops at import without CUDA (lightweight-gan).
         """
         import torch

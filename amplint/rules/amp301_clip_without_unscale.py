@@ -56,7 +56,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
 
     ## Fix safety
     Safe: the fix inserts `scaler.unscale_(optimizer)` on its own line just before the
-    clip, with the optimizer taken from the `scaler.step(optimizer)` call. The clip then
+    clip, with the optimizer taken from the `scaler.step(optimizer)` call. It is offered
+    only where the clip runs after the scaled backward on every path (in the block that
+    holds it), not for a clip shared with a float32 branch where the scaler may be `None`. The clip then
     clips the real gradients, as the code evidently means, and `scaler.step` skips its
     own unscaling (a test proves the resulting norms with torch).
     """
@@ -132,6 +134,29 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             """,
             line=8, column=29, message="clipped while still scaled by `self.scaler`",
         ),
+        # The clip is shared with the float32 branch, where `scaler` is None: reported, but
+        # an unconditional `unscale_` would crash that branch (PointNeXt).
+        Invalid(
+            """
+            import torch
+
+            def train_one_epoch(model, loader, optimizer, scaler, use_amp, clip):
+                for x in loader:
+                    with torch.autocast("cuda", enabled=use_amp):
+                        loss = model(x).sum()
+                    if use_amp:
+                        scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+                    if clip > 0:
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                    if use_amp:
+                        scaler.step(optimizer)
+                        scaler.update()
+            """,
+            fixed=None,
+            line=12, column=13, message="clipped while still scaled by `scaler`",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -141,13 +166,13 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         scope = self.context.analysis.tree.scope_of(node)
         position = self.context.span(node)[0]
         backwards = [
-            (self.context.span(call)[0], scaler)
+            (self.context.span(call)[0], scaler, call)
             for call, scaler in scalers.scaled_backwards
             if self.context.analysis.tree.scope_of(call) is scope and self.context.span(call)[0] < position
         ]
         if not backwards:
             return
-        backward_position, scaler = max(backwards, key=lambda item: item[0])
+        backward_position, scaler, backward = max(backwards, key=lambda item: item[0])
         calls = [c for c in scalers.in_scope(scope) if c.scaler == scaler]
         if any(c.method == "unscale_" and backward_position < self.context.span(c.call)[0] < position for c in calls):
             return
@@ -160,7 +185,11 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         # A new line before the clip's own line, at its indentation; not for a clip in a
         # one-line suite (`if sync: clip(...); scaler.step(opt)`), whose `unscale_` would
         # run outside the condition, on every iteration.
-        if step.optimizer is not None and isinstance(statement, cst.SimpleStatementLine):
+        if (
+            step.optimizer is not None
+            and isinstance(statement, cst.SimpleStatementLine)
+            and self._on_every_path_after(backward, node)
+        ):
             line_start = self.context.line_start(self.context.span(statement)[0])
             indent = self.context.indentation(statement)
             optimizer = source_of(self.context, step.call.args[0].value)
@@ -174,3 +203,13 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_({stepped})` first",
             fix=fix,
         )
+
+    def _on_every_path_after(self, backward: cst.Call, clip: cst.Call) -> bool:
+        """Does the clip run only after the scaled backward ran: is it in the block that
+        holds the backward's statement? A clip shared with a float32 branch
+        (`if use_amp: scaler.scale(loss).backward()` / `else: loss.backward()`) would get an
+        `unscale_` on a path where the scaler may be None (PointNeXt)."""
+        tree = self.context.analysis.tree
+        statement = tree.statement_of(backward)
+        block = tree.parent(statement) if statement is not None else None
+        return block is not None and tree.within(clip, block)
