@@ -313,3 +313,76 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
     root = _project(tmp_path, {"setup.py": "import setuptools\nsetuptools.setup(extras_require={'torch': ['torch==1.13.1'], 'gpu': ['faiss']})\n"})
     assert [str(requirement) for requirement in declared_requirements(root).torch] == ["torch==1.13.1"]
     assert project_facts(root).target_torch == (1, 13)
+
+
+@pytest.mark.parametrize(
+    ("documents", "target"),
+    [
+        # ConvNeXt-V2's INSTALL.md (no requirements file at all).
+        ({"INSTALL.md": "Requirements: Pytorch>=1.8.0\n\n```\nconda install pytorch==1.8.0 torchvision==0.9.0 -c pytorch\n```\n"}, (1, 8)),
+        # FastViT's README setup step.
+        ({"README.md": "conda create -n fastvit python=3.9\nconda install pytorch==1.11.0 torchvision==0.12.0 -c pytorch\n"}, (1, 11)),
+        ({"readme.rst": "pip install 'torch>=1.13' timm\n"}, (1, 13)),
+        ({"Install.md": "conda install pytorch=1.10 cudatoolkit=11.3\n"}, (1, 10)),
+        ({"README": "pip install torch==1.9.0+cu111 -f https://download.pytorch.org/whl/torch_stable.html\n"}, (1, 9)),
+        # No operator, another package, or a document that is neither README nor INSTALL.
+        ({"README.md": "Tested with PyTorch 1.8 and Python 3.8; PyTorch 1.12+ works.\n"}, None),
+        ({"README.md": "pip install torchvision==0.9.0 pytorch-lightning==1.5 torch_scatter==2.0\n"}, None),
+        ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n"}, None),
+        # Documents that disagree discuss alternatives (sam2: "try changing `torch>=2.5.1` to
+        # `torch==2.1.0`"): nothing is declared.
+        ({"README.md": "requires `torch>=2.5.1`\n", "INSTALL.md": "change `torch>=2.5.1` to `torch==2.1.0`\n"}, None),
+    ],
+)
+def test_a_readme_or_install_document_declares_torch_where_no_file_does(
+    tmp_path: Path, documents: dict[str, str], target: tuple[int, int] | None
+) -> None:
+    root = _project(tmp_path, {**documents, "train.py": ""})
+    assert project_facts(root, file=root / "train.py").target_torch == target
+
+
+def test_a_file_that_names_torch_wins_over_the_readme(tmp_path: Path) -> None:
+    readme = "conda install pytorch==1.8.0\n"
+    # A bare `torch` in a requirements file still means the README is not consulted:
+    # mamba's README says "PyTorch 1.12+" while its dependencies need a current torch.
+    bare = _project(tmp_path / "bare", {"README.md": readme, "requirements.txt": "torch\n"})
+    assert project_facts(bare).target_torch is None
+    pinned = _project(tmp_path / "pinned", {"README.md": readme, "requirements.txt": "torch>=2.4\n"})
+    assert project_facts(pinned).target_torch == (2, 4)
+    # A subproject's README is nearer than the root's requirements.
+    sub = _project(tmp_path / "sub", {"requirements.txt": "torch>=2.4\n", "old/README.md": readme, "old/train.py": ""})
+    assert project_facts(sub, file=sub / "old/train.py").target_torch == (1, 8)
+
+
+def test_deprecations_follow_the_readme_and_the_cache_follows_its_edits(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "README.md": "pip install torch==1.8.0\n", "train.py": OLD_AUTOCAST})
+
+    def codes() -> list[str]:
+        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "train.py")])
+        return [entry["code"] for entry in json.loads(result.stdout)]
+
+    old_cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert codes() == []  # torch 1.8 has no torch.amp.autocast
+        (root / "README.md").write_text("pip install torch==2.4.0\n", encoding="utf-8")
+        assert codes() == ["AMP001"]
+    finally:
+        os.chdir(old_cwd)
+
+
+def test_setup_py_install_requires_may_name_a_module_level_list(tmp_path: Path) -> None:
+    # sam2's setup.py: `REQUIRED_PACKAGES = ["torch>=2.5.1", ...]`, `install_requires=REQUIRED_PACKAGES`.
+    setup = (
+        'from setuptools import setup\n'
+        'REQUIRED_PACKAGES = ["torch>=2.5.1", "numpy"]\n'
+        'EXTRA = {"dev": ["torch>=2.6"]}\n'
+        'setup(name="x", install_requires=REQUIRED_PACKAGES, extras_require=EXTRA)\n'
+    )
+    root = _project(tmp_path, {"setup.py": setup, "README.md": "pip install torch==1.8.0\n"})
+    assert [str(r) for r in declared_requirements(root).torch] == ["torch>=2.5.1", "torch>=2.6"]
+    assert project_facts(root).target_torch == (2, 5)

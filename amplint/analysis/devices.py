@@ -50,6 +50,18 @@ SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
 _MAX_DEPTH = 4
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
+# Calls that raise without CUDA (torch.cuda's lazy initialisation; verified on torch 2.13's
+# CPU build, which a test re-checks): code that makes them unguarded requires CUDA.
+CUDA_STATE_CALLS = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.cuda.current_device",
+        "torch.cuda.get_device_properties",
+        "torch.cuda.get_device_name",
+        "torch.cuda.get_device_capability",
+        "torch.cuda.current_stream",
+    }
+)
 INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
 AMP_CALLABLES = AUTOCASTS | GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD
 # An availability test that may choose another device (device_count() often just counts GPUs).
@@ -626,6 +638,8 @@ class DeviceAnalysis:
             qualified = self.names.resolve(call.func)
             if qualified == "torch.cuda.set_device":
                 return True
+            if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
+                return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
                 return True  # `model.cuda()`, `x.cuda(rank)`
             if any(

@@ -3,7 +3,9 @@
 - *The oldest torch the code must run on* (``target-torch``): from the configuration, else
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
   ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
-  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``),
+  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``;
+  where none of a folder's files names torch, a version its README or INSTALL document
+  states with an operator, such as ``conda install pytorch==1.11.0``),
   else unknown — rules then assume current torch. The declaration nearest to the file
   wins: a subproject (a folder between the file and the configuration's root) that
   declares its own torch is held to it (``EVA/EVA-CLIP/requirements.txt`` pins
@@ -46,6 +48,15 @@ _CONDA_FILES = ("*.yml", "*.yaml")
 DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES)
 # `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
 _CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
+# README.md, INSTALL.md, install.rst, README: read only when no file of the folder names torch.
+_INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
+# A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
+# `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0". A version without an
+# operator ("tested with PyTorch 1.8") or after another name (`torchvision==`) does not count.
+_DOCUMENTED_TORCH = re.compile(
+    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,10 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
             torch.append(requirement)
         elif name == "amplint":
             amplint = True
+    if not torch:
+        # No file of the folder names torch: its README or INSTALL may still say which
+        # (`conda install pytorch==1.11.0`, "Pytorch>=1.8.0": ConvNeXt-V2, FastViT).
+        torch.extend(_documented_torch(root))
     return Declared(tuple(torch), amplint)
 
 
@@ -169,7 +184,22 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
     found: list[Path] = []
     for pattern in DECLARATION_FILES:
         found.extend(sorted(path for path in folder.glob(pattern) if path.is_file()))
+    found.extend(_install_documents(folder))
     return tuple(found)
+
+
+def _install_documents(folder: Path) -> list[Path]:
+    """The folder's README and INSTALL documents, in any case (``README.md``,
+    ``INSTALL.md``, ``install.rst``, ``README``)."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    return [
+        path
+        for path in entries
+        if _INSTALL_DOCUMENT.match(path.name) and path.is_file()
+    ]
 
 
 # -- reading the files -------------------------------------------------------------------------------
@@ -193,6 +223,22 @@ def _requirement_strings(root: Path) -> Iterator[str]:
     for pattern in _CONDA_FILES:
         for path in sorted(root.glob(pattern)):
             yield from _conda_environment(path)
+
+
+def _documented_torch(root: Path) -> Iterator[Requirement]:
+    """The torch versions a folder's README and INSTALL documents state with an operator;
+    a conda pin's single `=` reads as `==`."""
+    found: list[Requirement] = []
+    for path in _install_documents(root):
+        text = _read(path)
+        if text is None:
+            continue
+        for operator, version in _DOCUMENTED_TORCH.findall(text):
+            found.append(Requirement(f"torch{'==' if operator == '=' else operator}{version}"))
+    # Documents that disagree on the oldest torch are discussing alternatives (sam2's
+    # INSTALL.md suggests trying `torch==2.1.0` instead of `torch>=2.5.1`): they say nothing.
+    if len({lowest_admitted(requirement) for requirement in found}) == 1:
+        yield from found
 
 
 def _read(path: Path) -> str | None:
@@ -273,11 +319,20 @@ def _setup_py(path: Path) -> Iterator[str]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return
+    # `REQUIRED_PACKAGES = [...]` then `install_requires=REQUIRED_PACKAGES` (sam2).
+    lists = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple, ast.Dict))
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
+            value = lists.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
             # The extras' names (`{"torch": ["torch==1.13.1"]}`, ColBERT) are no requirements.
-            keys = {id(key) for dict_node in ast.walk(node.value) if isinstance(dict_node, ast.Dict) for key in dict_node.keys}
-            for constant in ast.walk(node.value):
+            keys = {id(key) for dict_node in ast.walk(value) if isinstance(dict_node, ast.Dict) for key in dict_node.keys}
+            for constant in ast.walk(value):
                 if (
                     isinstance(constant, ast.Constant)
                     and isinstance(constant.value, str)

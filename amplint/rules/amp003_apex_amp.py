@@ -22,7 +22,7 @@ RECIPE = (
 )
 # What to do instead of each apex.amp member, in the message.
 HINTS = {
-    "initialize": "drop `amp.initialize` (the model and optimizer stay as they are)",
+    "initialize": "drop `amp.initialize` (what it was given, model and any optimizer, stays as it is)",
     "scale_loss": "`with amp.scale_loss(loss, optimizer) as s: s.backward()` becomes `scaler.scale(loss).backward()`",
     "master_params": "the model's parameters are the master parameters: clip `model.parameters()` after `scaler.unscale_(optimizer)`",
     "state_dict": "checkpoint `scaler.state_dict()`",

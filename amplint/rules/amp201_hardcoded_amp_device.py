@@ -76,7 +76,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     device variable. (a) is also silent in a
     function (or module-level code) that requires CUDA anyway on the autocast's own path,
     as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
-    tensor with `device="cuda"`, or passes `device_id=` a CUDA device, in a block that
+    tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
+    call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
+    `torch.cuda.get_device_properties(...)` and kin), in a block that
     holds the autocast or in its own statement, not in another branch (MONAI's float16
     check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
     (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
@@ -196,6 +198,20 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The loop synchronizes CUDA unguarded: it cannot run elsewhere (ConvNeXt-V2).
+        """
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, scaler, device):
+            for x in loader:
+                x = x.to(device, non_blocking=True)
+                with torch.amp.autocast("cuda"):
+                    loss = model(x).sum()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                torch.cuda.synchronize()
+        """,
         # The scope's device is a CUDA literal; `x.device` is that device (MONAI tutorials).
         """
         import torch

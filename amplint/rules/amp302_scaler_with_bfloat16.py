@@ -5,6 +5,7 @@ import re
 
 import libcst as cst
 
+from amplint.analysis import torch_api
 from amplint.analysis.autocast import AutocastBlock, AutocastUse
 from amplint.analysis.syntax import (
     bool_value,
@@ -24,6 +25,7 @@ from amplint.rules.base import AnalysisRule, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
 BFLOAT16 = frozenset({"bfloat16"})
+CUDA_ONLY = frozenset({"cuda"})
 # Values that name bfloat16 in a comparison: `precision == "bf16"`, `dtype is torch.bfloat16`.
 BFLOAT16_SPELLINGS = frozenset({"bf16", "bfloat16", "torch.bfloat16"})
 # Receivers that hold a model being trained (not inputs or buffers).
@@ -43,7 +45,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
       file, a read-only `@property` of the class whose `return`s give such values (on
       every path; also inherited from a project base class in another file), a
       constant of another project module, or CPU autocast without a dtype (CPU's
-      default is bfloat16);
+      default is bfloat16) — but not the CPU side of a CUDA-or-CPU device choice beside a
+      CUDA scaler (`GradScaler("cuda")`, torch's default device), which disables itself
+      where CUDA is missing, while on CUDA that autocast runs in float16;
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
@@ -111,6 +115,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
+        # A CUDA scaler beside an autocast on CUDA or CPU: CPU's default bfloat16 runs only
+        # where the scaler has disabled itself (MONAI's tutorials).
+        """
+        import torch
+
+        device = torch.device("cuda") if torch.cuda.is_available() else "cpu"
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu"):
+                loss = model(x.to(device)).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # Built only for float16 through a flag, and a bfloat16 copy made for evaluation
         # (ChatGLM-6B's copy of the HF Trainer).
         """
@@ -431,6 +449,11 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 return
         region = self._region(node)
         bf16_uses = self._bfloat16_uses(region)
+        if self._scaler_devices(node, arguments) == CUDA_ONLY:
+            # A CUDA scaler disables itself where CUDA is missing, and on CUDA an autocast
+            # without a dtype runs in float16: bfloat16 by default only off CUDA is no
+            # conflict (`GradScaler("cuda")` beside `autocast("cuda" if ... else "cpu")`).
+            bf16_uses = [use for use in bf16_uses if not _bfloat16_only_off_cuda(use)]
         if bf16_uses:
             self.report(
                 node,
@@ -451,6 +474,18 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "bfloat16 gradients raises \"not implemented for 'BFloat16'\" on CUDA and ROCm",
                 fix=fix,
             )
+
+    def _scaler_devices(self, node: cst.Call, arguments: dict[str, cst.BaseExpression]) -> frozenset[str] | None:
+        """The device types the GradScaler may be built for (None: unknown); torch's
+        default device is CUDA."""
+        found = torch_api.symbol(self.qualified_name(node.func) or "")
+        if found is not None and found.implied_device:
+            return frozenset({found.implied_device})
+        device = arguments.get("device")
+        if device is None:
+            return CUDA_ONLY
+        values = self.context.analysis.values.string_values(device)
+        return frozenset(value.split(":")[0] for value in values) if values is not None else None
 
     # -- where the scaler's autocast blocks and model live ---------------------------------------
 
@@ -638,6 +673,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         editor.add(len(node.args), f"enabled={condition}")
         edit = editor.edit()
         return self.make_fix(f"Set `enabled={condition}`", [edit]) if edit is not None else None
+
+
+def _bfloat16_only_off_cuda(use: AutocastUse) -> bool:
+    """Is bfloat16 possible only as the default dtype of the device chosen instead of CUDA
+    (torch's autocast given no dtype: `autocast("cuda" if available else "cpu")`)? An
+    autocast that is CPU-only beside a CUDA scaler is still a mismatch worth reporting."""
+    if use.alternatives:
+        return all(_bfloat16_only_off_cuda(one) for one in use.alternatives if one.dtypes and "bfloat16" in one.dtypes)
+    return (
+        not (use.runtime or use.method or use.via)
+        and use.dtype_expr is None
+        and use.device_types is not None
+        and "cuda" in use.device_types
+    )
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:

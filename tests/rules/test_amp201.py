@@ -62,3 +62,34 @@ def test_a_region_that_turns_cuda_autocast_off_is_fine() -> None:
     # diffusers' timestep embeddings.
     source = "import torch\n\ndef embed(t):\n    with torch.amp.autocast('cuda', enabled=False):\n        return t.device\n"
     assert _rows(source) == []
+
+
+GUARDED_SYNCHRONIZE = """\
+import torch
+
+def train_one_epoch(model, loader, device):
+    for x in loader:
+        x = x.to(device)
+        with torch.amp.autocast("cuda"):
+            loss = model(x).sum()
+        loss.backward()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+"""
+
+
+def test_a_guarded_cuda_synchronize_does_not_make_the_code_cuda_only() -> None:
+    assert [d.code for d in check_source(GUARDED_SYNCHRONIZE, "train.py", select=["AMP201"])] == ["AMP201"]
+    unguarded = GUARDED_SYNCHRONIZE.replace("        if torch.cuda.is_available():\n            torch", "        torch")
+    assert check_source(unguarded, "train.py", select=["AMP201"]) == []
+
+
+def test_torch_the_cuda_state_calls_raise_without_cuda(torch) -> None:  # type: ignore[no-untyped-def]
+    from amplint.analysis.devices import CUDA_STATE_CALLS
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    for qualified in sorted(CUDA_STATE_CALLS):
+        function = getattr(torch.cuda, qualified.rsplit(".", 1)[1])
+        with pytest.raises((AssertionError, RuntimeError)):
+            function(0) if qualified.endswith("get_device_properties") else function()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from amplint.api import check_source
 from amplint.engine.rule import Invalid
 from amplint.rules.amp302_scaler_with_bfloat16 import ScalerWithBfloat16
 from rules.examples import (
@@ -24,3 +25,55 @@ def test_valid_example(source: str) -> None:
 @pytest.mark.parametrize("example", invalid_examples(RULE))
 def test_invalid_example(example: Invalid) -> None:
     assert_invalid_example(RULE, example)
+
+
+# The scaler's device decides whether CPU's default bfloat16 meets it: a CUDA scaler
+# disables itself without CUDA (the real-torch test below proves it).
+SCALER_BESIDE_CPU_OR_CUDA_AUTOCAST = """\
+import torch
+
+scaler = SCALER
+for x in loader:
+    with torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu"DTYPE):
+        loss = model(x).sum()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+@pytest.mark.parametrize(
+    ("scaler", "dtype", "fires"),
+    [
+        ('torch.amp.GradScaler("cuda")', "", False),
+        ("torch.amp.GradScaler()", "", False),
+        ("torch.cuda.amp.GradScaler()", "", False),
+        ('torch.amp.GradScaler("cuda:0")', "", False),
+        ('torch.amp.GradScaler("cpu")', "", True),
+        ("torch.cpu.amp.GradScaler()", "", True),
+        ("torch.amp.GradScaler(device)", "", True),
+        ('torch.amp.GradScaler("cuda")', ", dtype=torch.bfloat16", True),
+    ],
+)
+def test_a_cuda_scaler_meets_no_bfloat16_that_only_cpu_defaults_to(scaler: str, dtype: str, fires: bool) -> None:
+    source = SCALER_BESIDE_CPU_OR_CUDA_AUTOCAST.replace("SCALER", scaler).replace("DTYPE", dtype)
+    found = [d.code for d in check_source(source, "train.py", select=["AMP302"])]
+    assert found == (["AMP302"] if fires else [])
+
+
+def test_torch_a_cuda_scaler_is_off_without_cuda_and_cpu_autocast_defaults_to_bfloat16(torch) -> None:  # type: ignore[no-untyped-def]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert torch.amp.GradScaler("cuda").is_enabled() is torch.cuda.is_available()
+    assert torch.amp.GradScaler("cpu").is_enabled()
+    with torch.autocast("cpu"):
+        assert torch.get_autocast_dtype("cpu") is torch.bfloat16
+
+
+def test_a_cpu_only_autocast_beside_a_cuda_scaler_is_still_reported() -> None:
+    source = SCALER_BESIDE_CPU_OR_CUDA_AUTOCAST.replace("SCALER", "torch.amp.GradScaler()").replace(
+        '"cuda" if torch.cuda.is_available() else "cpu"DTYPE', '"cpu"'
+    )
+    assert [d.code for d in check_source(source, "train.py", select=["AMP302"])] == ["AMP302"]
