@@ -325,13 +325,19 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"readme.rst": "pip install 'torch>=1.13' timm\n"}, (1, 13)),
         ({"Install.md": "conda install pytorch=1.10 cudatoolkit=11.3\n"}, (1, 10)),
         ({"README": "pip install torch==1.9.0+cu111 -f https://download.pytorch.org/whl/torch_stable.html\n"}, (1, 9)),
-        # No operator, another package, or a document that is neither README nor INSTALL.
-        ({"README.md": "Tested with PyTorch 1.8 and Python 3.8; PyTorch 1.12+ works.\n"}, None),
+        # Detic's docs/INSTALL.md.
+        ({"docs/INSTALL.md": "- Linux or macOS with Python \u2265 3.6\n- PyTorch \u2265 1.8.\n"}, (1, 8)),
+        # Prose: the version it was developed or tested with (DINO, SLIP, barlowtwins).
+        ({"README.md": "This code was developed with python 3.6, PyTorch version 1.7.1, CUDA 11.0\n"}, (1, 7)),
+        ({"README.md": "Tested with PyTorch 1.10.0 and Python 3.8; PyTorch 1.12+ works.\n"}, (1, 10)),
+        # NVIDIA's NGC container releases are no torch versions.
+        ({"README.md": "Tested in the PyTorch 22.11 NGC container (or PyTorch 21.04).\n"}, None),
+        # Several: the oldest holds.
+        ({"README.md": "requires `torch>=2.5.1`\n", "INSTALL.md": "change `torch>=2.5.1` to `torch==2.1.0`\n"}, (2, 1)),
+        # Another package, or a document that is neither README nor INSTALL (nor docs/INSTALL).
         ({"README.md": "pip install torchvision==0.9.0 pytorch-lightning==1.5 torch_scatter==2.0\n"}, None),
-        ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n"}, None),
-        # Documents that disagree discuss alternatives (sam2: "try changing `torch>=2.5.1` to
-        # `torch==2.1.0`"): nothing is declared.
-        ({"README.md": "requires `torch>=2.5.1`\n", "INSTALL.md": "change `torch>=2.5.1` to `torch==2.1.0`\n"}, None),
+        ({"README.md": "Built on torchvision 0.9, torch.compile and torch.cuda.amp.\n"}, None),
+        ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n", "docs/README.md": "torch 1.6\n"}, None),
     ],
 )
 def test_a_readme_or_install_document_declares_torch_where_no_file_does(
@@ -386,3 +392,15 @@ def test_setup_py_install_requires_may_name_a_module_level_list(tmp_path: Path) 
     root = _project(tmp_path, {"setup.py": setup, "README.md": "pip install torch==1.8.0\n"})
     assert [str(r) for r in declared_requirements(root).torch] == ["torch>=2.5.1", "torch>=2.6"]
     assert project_facts(root).target_torch == (2, 5)
+
+
+def test_a_cog_build_file_declares_torch(tmp_path: Path) -> None:
+    # Detic's cog.yaml; system packages and the run list are no requirements.
+    cog = (
+        "build:\n  gpu: true\n  system_packages:\n    - \"libgl1-mesa-glx\"\n"
+        "  python_packages:\n    - \"numpy==1.21.4\"\n    - \"torch==1.8.1\"  # pinned\n"
+        "  run:\n    - pip install torch==2.4\npredict: \"predict.py:Predictor\"\n"
+    )
+    root = _project(tmp_path, {"cog.yaml": cog, "README.md": "pip install torch==2.6\n"})
+    assert [str(r) for r in declared_requirements(root).torch] == ["torch==1.8.1"]
+    assert project_facts(root).target_torch == (1, 8)

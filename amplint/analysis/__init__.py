@@ -58,7 +58,7 @@ class FileAnalysis:
         self.wrappers = AutocastWrappers(source, self.tree, self.names, self.bindings, self.member_values, self.calls, self.modules)
         self.scaler_makers = ScalerMakers(source, self.tree, self.names, self.calls, self.modules)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values, self.wrappers)
-        self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training)
+        self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training, self.autocast)
         self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes, self.calls)
         self.project = ProjectAnalysis(
             source,

@@ -96,6 +96,30 @@ class AutocastUse:
     via: str | None = None
 
     @property
+    def dtype_by_device(self) -> bool:
+        """Is the dtype each device's default (torch's autocast given no dtype, on known
+        devices)? Alternatives: each of them that may run enabled."""
+        if self.alternatives:
+            return all(one.dtype_by_device for one in self.alternatives if not one.disabled)
+        return not (self.runtime or self.method or self.via) and self.dtype_expr is None and self.device_types is not None
+
+    @property
+    def bfloat16_only_off_cuda(self) -> bool:
+        """bfloat16 only as the default of the device chosen instead of CUDA
+        (`autocast("cuda" if available else "cpu")`); not a CPU-only autocast."""
+        return self.dtype_by_device and self.device_types is not None and "cuda" in self.device_types
+
+    @property
+    def float16_only_on_cuda(self) -> bool:
+        """float16 only on CUDA: every other device it may choose defaults to bfloat16, so a
+        GradScaler matters only there."""
+        return (
+            self.dtype_by_device
+            and self.device_types is not None
+            and all(torch_api.DEFAULT_DTYPE.get(device) == "bfloat16" for device in self.device_types - {"cuda"})
+        )
+
+    @property
     def origin(self) -> str:
         """What a message adds about where the autocast comes from (empty when written here)."""
         return f" (the autocast comes from {self.via})" if self.via is not None else ""

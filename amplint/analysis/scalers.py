@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment
 
+from amplint.analysis.autocast import AutocastAnalysis, AutocastBlock
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
@@ -52,6 +53,7 @@ class ScalerAnalysis:
     bindings: Bindings
     classes: Classes
     training: TrainingAnalysis
+    autocast: AutocastAnalysis
 
     def is_construction(self, node: cst.CSTNode) -> bool:
         """A GradScaler built: any spelling of torch's, or amplint.runtime's helpers."""
@@ -59,6 +61,34 @@ class ScalerAnalysis:
             return False
         qualified = self.names.resolve(node.func)
         return qualified in GRAD_SCALERS or qualified in RUNTIME_GRAD_SCALERS
+
+    def served_region(self, construction: cst.Call) -> cst.ClassDef | cst.FunctionDef | cst.Module:
+        """The code a GradScaler construction serves: its class when stored on ``self``
+        (built in ``__init__``, used in ``train_step``), else its function, or the whole
+        module for a module-level scaler."""
+        parent = self.tree.parent(construction)
+        assign = self.tree.parent(parent) if isinstance(parent, cst.IfExp) else parent
+        if isinstance(assign, cst.Assign):
+            for target in assign.targets:
+                owner = self.classes.instance_attribute(target.target)
+                if owner is not None:
+                    return owner[0]
+        return self.tree.scope_of(construction)
+
+    def in_region(self, node: cst.CSTNode, region: cst.CSTNode) -> bool:
+        """Does ``node`` run in ``region`` (a method of the class, the function itself)?"""
+        if isinstance(region, cst.Module):
+            return True
+        if isinstance(region, cst.ClassDef):
+            found = self.classes.method_of(node)
+            return found is not None and found[0] is region
+        return self.tree.scope_of(node) is region
+
+    def served_blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
+        """The autocast blocks of a scaler's region."""
+        if isinstance(region, cst.FunctionDef):
+            return self.autocast.blocks_in(region)
+        return [block for block in self.autocast.blocks if self.in_region(block.statement, region)]
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:

@@ -3,9 +3,9 @@
 - *The oldest torch the code must run on* (``target-torch``): from the configuration, else
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
   ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
-  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``;
-  where none of a folder's files names torch, a version its README or INSTALL document
-  states with an operator, such as ``conda install pytorch==1.11.0``),
+  ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``, a Cog ``cog.yaml``'s ``python_packages``;
+  where none of a folder's files names torch, the versions its README or INSTALL
+  documents state: ``conda install pytorch==1.11.0``, "PyTorch version 1.7.1"),
   else unknown — rules then assume current torch. The declaration nearest to the file
   wins: a subproject (a folder between the file and the configuration's root) that
   declares its own torch is held to it (``EVA/EVA-CLIP/requirements.txt`` pins
@@ -45,16 +45,23 @@ _REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
 # it has a top-level `dependencies:` list.
 _CONDA_FILES = ("*.yml", "*.yaml")
 # Every file name a folder's declarations may come from (the cache watches them).
-DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES)
+DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES, "cog.yaml")
 # `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
 _CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
-# README.md, INSTALL.md, install.rst, README: read only when no file of the folder names torch.
+# README.md, INSTALL.md, install.rst, README (and docs/INSTALL.md): read only when no file of
+# the folder names torch.
 _INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
+_INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 # A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
-# `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0". A version without an
-# operator ("tested with PyTorch 1.8") or after another name (`torchvision==`) does not count.
+# `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
+# name (`torchvision==`, `pytorch-lightning==`) does not count.
+# Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
+# "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
+_STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+# A conda pin's single `=` is `==`; "PyTorch ≥ 1.8" (Detic's docs/INSTALL.md) is `>=`.
+_DOCUMENT_OPERATORS = {"=": "==", "\u2265": ">="}
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 
@@ -190,16 +197,15 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 
 def _install_documents(folder: Path) -> list[Path]:
     """The folder's README and INSTALL documents, in any case (``README.md``,
-    ``INSTALL.md``, ``install.rst``, ``README``)."""
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
-        return []
-    return [
-        path
-        for path in entries
-        if _INSTALL_DOCUMENT.match(path.name) and path.is_file()
-    ]
+    ``INSTALL.md``, ``install.rst``, ``README``), and the INSTALL documents of its ``docs/``."""
+    found: list[Path] = []
+    for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder / "docs", _INSTALL_ONLY)):
+        try:
+            entries = sorted(place.iterdir())
+        except OSError:
+            continue
+        found.extend(path for path in entries if pattern.match(path.name) and path.is_file())
+    return found
 
 
 # -- reading the files -------------------------------------------------------------------------------
@@ -223,22 +229,23 @@ def _requirement_strings(root: Path) -> Iterator[str]:
     for pattern in _CONDA_FILES:
         for path in sorted(root.glob(pattern)):
             yield from _conda_environment(path)
+    yield from _cog(root / "cog.yaml")
 
 
 def _documented_torch(root: Path) -> Iterator[Requirement]:
-    """The torch versions a folder's README and INSTALL documents state with an operator;
-    a conda pin's single `=` reads as `==`."""
-    found: list[Requirement] = []
+    """The torch versions a folder's README and INSTALL documents state: with an operator
+    (a conda pin's single `=` reads as `==`), or in prose as the version the code was
+    built or tested with (at least that one). Several: the oldest holds, as for files."""
     for path in _install_documents(root):
         text = _read(path)
         if text is None:
             continue
         for operator, version in _DOCUMENTED_TORCH.findall(text):
-            found.append(Requirement(f"torch{'==' if operator == '=' else operator}{version}"))
-    # Documents that disagree on the oldest torch are discussing alternatives (sam2's
-    # INSTALL.md suggests trying `torch==2.1.0` instead of `torch>=2.5.1`): they say nothing.
-    if len({lowest_admitted(requirement) for requirement in found}) == 1:
-        yield from found
+            yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
+        for version in _STATED_TORCH.findall(text):
+            # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
+            if int(version.split(".")[0]) < 10:
+                yield Requirement(f"torch>={version}")
 
 
 def _read(path: Path) -> str | None:
@@ -291,6 +298,25 @@ def _conda_environment(path: Path) -> Iterator[str]:
             yield f"torch=={conda.group(1)}"
         elif _looks_like_requirement(item):
             yield item
+
+
+def _cog(path: Path) -> Iterator[str]:
+    """The ``python_packages:`` list of a Cog build file (Replicate's ``cog.yaml``:
+    Detic pins ``torch==1.8.1`` there), read line by line."""
+    text = _read(path)
+    if text is None:
+        return
+    listing = False
+    for line in text.splitlines():
+        stripped = line.split(" #", 1)[0].strip()
+        if stripped.endswith(":"):
+            listing = stripped == "python_packages:"
+        elif listing and stripped.startswith("- "):
+            item = stripped[2:].strip().strip("'\"")
+            if _looks_like_requirement(item):
+                yield item
+        elif stripped and not stripped.startswith("#"):
+            listing = False
 
 
 def _setup_cfg(path: Path) -> Iterator[str]:

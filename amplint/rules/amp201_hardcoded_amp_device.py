@@ -119,7 +119,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     device-type or CUDA-availability test: inside an `if`/conditional expression on one,
     or after a guard that leaves (`if not torch.cuda.is_available(): raise ...`,
     `assert torch.cuda.is_available()`, `assert torch.cuda.device_count() > rank`, or a
-    test's `pytest.skip(...)` / `self.skipTest(...)`).
+    test's `pytest.skip(...)` / `self.skipTest(...)`). Nor is a `GradScaler("cuda")`
+    whose autocast blocks (in its function, its class for a `self.` scaler, or its module)
+    all choose between CUDA and devices whose default dtype is bfloat16, with no dtype of
+    their own (`torch.autocast("cuda" if torch.cuda.is_available() else "cpu")`): float16
+    then runs only on CUDA, where this scaler works, and bfloat16 needs no scaling (a
+    device-taking scaler there would be the useless bfloat16 scaler AMP302 reports). This
+    goes beyond RULES.md's letter for (a), on purpose: its premise, AMP running unscaled
+    off CUDA, cannot happen there.
 
     ## Why is this bad?
     A program that takes a device runs on CPU, Apple MPS or Intel XPU as well, but a
@@ -198,6 +205,20 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The autocast picks CUDA or CPU itself, with no dtype: float16 runs only on CUDA,
+        # where this scaler works; CPU's bfloat16 needs none (MONAI's tutorials).
+        """
+        import torch
+
+        device = torch.device("cuda") if torch.cuda.is_available() else "cpu"
+        scaler = torch.amp.GradScaler("cuda")
+        for x in loader:
+            with torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu"):
+                loss = model(x.to(device)).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # The loop synchronizes CUDA unguarded: it cannot run elsewhere (ConvNeXt-V2).
         """
         import torch
@@ -945,6 +966,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return  # float32 (no AMP) unless CUDA is there: CUDA-only AMP, on purpose
         if not devices.has_variable(node) or devices.in_device_condition(node) or devices.requires_cuda(node, on_its_path=True):
             return
+        if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):
+            return
         variable = devices.expression_at(node)
         shown = variable or next(v.text for v in devices.variables(node))
         # The callee as the code spells it (`torch.amp.autocast`, `th.amp.GradScaler`).
@@ -959,6 +982,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if variable is not None:
             fix = self._runtime_fix(device, f"amplint.runtime.device_type({variable})", Applicability.UNSAFE)
         self.report(device, message, fix=fix)
+
+    def _scaling_matters_only_on_cuda(self, construction: cst.Call) -> bool:
+        """Does every autocast the scaler serves choose between CUDA and devices whose
+        default dtype is bfloat16, with no dtype of its own (`autocast("cuda" if available
+        else "cpu")`, MONAI's tutorials)? float16 then runs only on CUDA, where a CUDA
+        scaler is what it needs; elsewhere bfloat16 needs none."""
+        scalers = self.context.analysis.scalers
+        blocks = [block for block in scalers.served_blocks(scalers.served_region(construction)) if not block.disabled]
+        return bool(blocks) and all(
+            block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"}
+            for block in blocks
+        )
 
     def _is_str_of_device(self, expr: cst.BaseExpression) -> bool:
         return (

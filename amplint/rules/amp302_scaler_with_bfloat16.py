@@ -13,6 +13,7 @@ from amplint.analysis.syntax import (
     dotted_name,
     last_name,
     loaded_names,
+    match_arguments,
     mentions,
     string_literal,
 )
@@ -56,7 +57,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
 
     The code a scaler serves is its function; for a scaler stored on `self`, every
     method of its class (the scaler built in `__init__`, the autocast in `train_step`);
-    for a module-level scaler, the whole module. An `enabled=` expression that mentions
+    for a module-level scaler, the whole module; and a module-level function of this file
+    that the scaler's function passes it to and that uses it as its scaler
+    (`train_and_evaluate(..., scaler)`; only a literal bfloat16 there gets the fix, since
+    the dtype's name lives in the callee). An `enabled=` expression that mentions
     `float16`, `"float16"`, `half` or `fp16` counts as conditioned.
 
     Across files: a call of a project function whose every `return` builds an
@@ -261,6 +265,27 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         """,
     )
     INVALID = (
+        # Built in one function and handed to the training loop that runs bfloat16
+        # (Bert-VITS2's `run` → `train_and_evaluate`, icefall's recipes).
+        Invalid(
+            """
+              import torch
+
+              def train_and_evaluate(model, loader, optimizer, scaler):
+                  for x in loader:
+                      with torch.autocast("cuda", dtype=torch.bfloat16):
+                          loss = model(x).sum()
+                      scaler.scale(loss).backward()
+                      scaler.step(optimizer)
+                      scaler.update()
+
+              def run(args, model, loader, optimizer):
+            -     scaler = torch.amp.GradScaler("cuda", enabled=args.bf16_run)
+            +     scaler = torch.amp.GradScaler("cuda", enabled=False)
+                  train_and_evaluate(model, loader, optimizer, scaler)
+            """,
+            line=12, column=14, message="in `train_and_evaluate`, which it is passed to",
+        ),
         # The dtype is a property returning a dtype on an if/elif chain (efficientvit).
         Invalid(
             """
@@ -448,12 +473,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 )
                 return
         region = self._region(node)
-        bf16_uses = self._bfloat16_uses(region)
-        if self._scaler_devices(node, arguments) == CUDA_ONLY:
-            # A CUDA scaler disables itself where CUDA is missing, and on CUDA an autocast
-            # without a dtype runs in float16: bfloat16 by default only off CUDA is no
-            # conflict (`GradScaler("cuda")` beside `autocast("cuda" if ... else "cpu")`).
-            bf16_uses = [use for use in bf16_uses if not _bfloat16_only_off_cuda(use)]
+        cuda_scaler = self._scaler_devices(node, arguments) == CUDA_ONLY
+        bf16_uses = self._conflicting_uses(region, cuda_scaler)
         if bf16_uses:
             self.report(
                 node,
@@ -462,6 +483,18 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 fix=self._fix(node, enabled, bf16_uses[0]),
             )
             return
+        for function in self._functions_handed_the_scaler(node, region):
+            bf16_uses = self._conflicting_uses(function, cuda_scaler)
+            if bf16_uses:
+                # Only a literal bfloat16 gives a fix here: the dtype's name lives in the callee.
+                fix = self._enabled_fix(node, enabled, "False") if bf16_uses[0].dtypes == BFLOAT16 else None
+                self.report(
+                    node,
+                    f"GradScaler is enabled although autocast may run in bfloat16 in `{function.name.value}`, "
+                    f"which it is passed to: bfloat16 needs no loss scaling{bf16_uses[0].origin}",
+                    fix=fix,
+                )
+                return
         cast = self._bfloat16_weights(region)
         if cast is not None:
             line = self.context.location(self.context.span(cast)[0]).row
@@ -474,6 +507,47 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "bfloat16 gradients raises \"not implemented for 'BFloat16'\" on CUDA and ROCm",
                 fix=fix,
             )
+
+    def _conflicting_uses(self, region: cst.CSTNode, cuda_scaler: bool) -> list[AutocastUse]:
+        """The autocasts of ``region`` that may run in bfloat16 while the scaler scales."""
+        uses = self._bfloat16_uses(region)
+        if cuda_scaler:
+            # A CUDA scaler disables itself where CUDA is missing, and on CUDA an autocast
+            # without a dtype runs in float16: bfloat16 by default only off CUDA is no
+            # conflict (`GradScaler("cuda")` beside `autocast("cuda" if ... else "cpu")`).
+            uses = [use for use in uses if not use.bfloat16_only_off_cuda]
+        return uses
+
+    def _functions_handed_the_scaler(self, node: cst.Call, region: cst.CSTNode) -> list[cst.FunctionDef]:
+        """Module-level functions of this file that the scaler's function passes it to and
+        that use it as a scaler (`scaler = GradScaler(...)`, then `train_and_evaluate(...,
+        scaler, ...)` whose autocast runs in bfloat16: Bert-VITS2, icefall)."""
+        name = self._assigned_name(node)
+        if name is None or "." in name or not isinstance(region, cst.FunctionDef):
+            return []
+        analysis = self.context.analysis
+        functions = {
+            statement.name.value: statement for statement in self.context.module.body if isinstance(statement, cst.FunctionDef)
+        }
+        found: list[cst.FunctionDef] = []
+        for call in analysis.tree.index.calls:
+            if not isinstance(call.func, cst.Name) or call.func.value not in functions:
+                continue
+            function = functions[call.func.value]
+            if function is region or function in found or analysis.tree.scope_of(call) is not region:
+                continue
+            parameters = function.params
+            positional = [param.name.value for param in (*parameters.posonly_params, *parameters.params)]
+            keywords = {param.name.value for param in (*parameters.params, *parameters.kwonly_params)}
+            matched = match_arguments(call.args, positional, keywords)
+            if matched is None:
+                continue
+            receiving = [key for key, value in matched[0].items() if isinstance(value, cst.Name) and value.value == name]
+            if any(
+                scaler_call.owner is function and scaler_call.scaler in receiving for scaler_call in analysis.scalers.calls
+            ):
+                found.append(function)
+        return found
 
     def _scaler_devices(self, node: cst.Call, arguments: dict[str, cst.BaseExpression]) -> frozenset[str] | None:
         """The device types the GradScaler may be built for (None: unknown); torch's
@@ -490,26 +564,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     # -- where the scaler's autocast blocks and model live ---------------------------------------
 
     def _region(self, node: cst.Call) -> cst.ClassDef | cst.FunctionDef | cst.Module:
-        """The code the scaler serves: its class when stored on ``self``, else its
-        function, or the whole module for a module-level scaler."""
-        analysis = self.context.analysis
-        parent = analysis.tree.parent(node)
-        assign = analysis.tree.parent(parent) if isinstance(parent, cst.IfExp) else parent
-        if isinstance(assign, cst.Assign):
-            for target in assign.targets:
-                owner = analysis.classes.instance_attribute(target.target)
-                if owner is not None:
-                    return owner[0]
-        return analysis.tree.scope_of(node)
+        return self.context.analysis.scalers.served_region(node)
 
     def _in_region(self, node: cst.CSTNode, region: cst.CSTNode) -> bool:
-        analysis = self.context.analysis
-        if isinstance(region, cst.Module):
-            return True
-        if isinstance(region, cst.ClassDef):
-            found = analysis.classes.method_of(node)
-            return found is not None and found[0] is region
-        return analysis.tree.scope_of(node) is region
+        return self.context.analysis.scalers.in_region(node, region)
 
     @functools.cached_property
     def _file_may_run_bfloat16(self) -> bool:
@@ -568,10 +626,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             )
 
     def _blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
-        autocast = self.context.analysis.autocast
-        if isinstance(region, cst.FunctionDef):
-            return autocast.blocks_in(region)
-        return [block for block in autocast.blocks if self._in_region(block.statement, region)]
+        return self.context.analysis.scalers.served_blocks(region)
 
     def _names_float16(self, test: cst.BaseExpression) -> bool:
         """Does ``test`` name float16, itself or through the flag it reads
@@ -673,20 +728,6 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         editor.add(len(node.args), f"enabled={condition}")
         edit = editor.edit()
         return self.make_fix(f"Set `enabled={condition}`", [edit]) if edit is not None else None
-
-
-def _bfloat16_only_off_cuda(use: AutocastUse) -> bool:
-    """Is bfloat16 possible only as the default dtype of the device chosen instead of CUDA
-    (torch's autocast given no dtype: `autocast("cuda" if available else "cpu")`)? An
-    autocast that is CPU-only beside a CUDA scaler is still a mismatch worth reporting."""
-    if use.alternatives:
-        return all(_bfloat16_only_off_cuda(one) for one in use.alternatives if one.dtypes and "bfloat16" in one.dtypes)
-    return (
-        not (use.runtime or use.method or use.via)
-        and use.dtype_expr is None
-        and use.device_types is not None
-        and "cuda" in use.device_types
-    )
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:

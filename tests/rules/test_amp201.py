@@ -93,3 +93,36 @@ def test_torch_the_cuda_state_calls_raise_without_cuda(torch) -> None:  # type: 
         function = getattr(torch.cuda, qualified.rsplit(".", 1)[1])
         with pytest.raises((AssertionError, RuntimeError)):
             function(0) if qualified.endswith("get_device_properties") else function()
+
+
+SCALER_BESIDE_AUTOCAST = """\
+import torch
+
+def train(model, loader, optimizer, device):
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.autocast(device_type=DEVICE_TYPEDTYPE):
+            loss = model(x.to(device)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+@pytest.mark.parametrize(
+    ("device_type", "dtype", "scaler_reported"),
+    [
+        ('"cuda" if torch.cuda.is_available() else "cpu"', "", False),
+        # float16 on the other device too: the CUDA scaler is off there.
+        ('"cuda" if torch.cuda.is_available() else "cpu"', ", dtype=torch.float16", True),
+        # MPS autocast defaults to float16.
+        ('"cuda" if torch.cuda.is_available() else "mps"', "", True),
+        # A hardcoded CUDA autocast: its fix would leave this scaler behind.
+        ('"cuda"', "", True),
+        ("device.type", "", True),
+    ],
+)
+def test_a_cuda_scaler_is_reported_unless_float16_runs_only_on_cuda(device_type: str, dtype: str, scaler_reported: bool) -> None:
+    source = SCALER_BESIDE_AUTOCAST.replace("DEVICE_TYPE", device_type).replace("DTYPE", dtype)
+    rows = [d.location.row for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (4 in rows) is scaler_reported

@@ -77,3 +77,40 @@ def test_a_cpu_only_autocast_beside_a_cuda_scaler_is_still_reported() -> None:
         '"cuda" if torch.cuda.is_available() else "cpu"DTYPE', '"cpu"'
     )
     assert [d.code for d in check_source(source, "train.py", select=["AMP302"])] == ["AMP302"]
+
+
+HANDED_OVER = """\
+import torch
+
+def train_and_evaluate(model, loader, optimizer, scaler):
+    for x in loader:
+        with torch.autocast("cuda", dtype=DTYPE):
+            loss = model(x).sum()
+        SCALER.scale(loss).backward()
+        SCALER.step(optimizer)
+        SCALER.update()
+
+def run(args, model, loader, optimizer):
+    scaler = torch.amp.GradScaler("cuda", enabled=args.amp)
+    train_and_evaluate(CALL_ARGS)
+"""
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scaler", "call_args", "fires"),
+    [
+        ("torch.bfloat16", "scaler", "model, loader, optimizer, scaler", True),
+        ("torch.bfloat16", "scaler", "model, loader, optimizer=optimizer, scaler=scaler", True),
+        ("args.dtype", "scaler", "model, loader, optimizer, scaler", False),  # dtype unknown
+        ("torch.float16", "scaler", "model, loader, optimizer, scaler", False),
+        # The callee uses another scaler than the parameter it is handed.
+        ("torch.bfloat16", "other_scaler", "model, loader, optimizer, scaler", False),
+        # The scaler goes to another parameter than the callee's scaler.
+        ("torch.bfloat16", "scaler", "model, loader, scaler, None", False),
+        ("torch.bfloat16", "scaler", "*parts", False),
+    ],
+)
+def test_a_scaler_handed_to_a_function_meets_its_autocast(dtype: str, scaler: str, call_args: str, fires: bool) -> None:
+    source = HANDED_OVER.replace("DTYPE", dtype).replace("SCALER", scaler).replace("CALL_ARGS", call_args)
+    found = [(d.code, d.location.row) for d in check_source(source, "train.py", select=["AMP302"])]
+    assert found == ([("AMP302", 12)] if fires else [])
