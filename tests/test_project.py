@@ -330,6 +330,10 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # Prose: the version it was developed or tested with (DINO, SLIP, barlowtwins).
         ({"README.md": "This code was developed with python 3.6, PyTorch version 1.7.1, CUDA 11.0\n"}, (1, 7)),
         ({"README.md": "Tested with PyTorch 1.10.0 and Python 3.8; PyTorch 1.12+ works.\n"}, (1, 10)),
+        # Graphormer's install.sh, which its README tells users to run; a script's comments
+        # are not read as prose.
+        ({"install.sh": "#!/bin/bash\n# tested with PyTorch 1.6\npip install torch==1.9.1+cu111 -f https://x\n"}, (1, 9)),
+        ({"scripts.sh": "pip install torch==1.9.1\n", "run_install.sh": "pip install torch==1.9.1\n"}, None),
         # NVIDIA's NGC container releases are no torch versions.
         ({"README.md": "Tested in the PyTorch 22.11 NGC container (or PyTorch 21.04).\n"}, None),
         # Several: the oldest holds.

@@ -52,6 +52,8 @@ _CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
 # the folder names torch.
 _INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 _INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
+# An install script (Graphormer's install.sh pins `torch==1.9.1+cu111`): its commands only.
+_INSTALL_SCRIPT = re.compile(r"^install[\w.-]*\.sh$", re.IGNORECASE)
 # A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
@@ -197,9 +199,10 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 
 def _install_documents(folder: Path) -> list[Path]:
     """The folder's README and INSTALL documents, in any case (``README.md``,
-    ``INSTALL.md``, ``install.rst``, ``README``), and the INSTALL documents of its ``docs/``."""
+    ``INSTALL.md``, ``install.rst``, ``README``), its install scripts (``install.sh``), and the
+    INSTALL documents of its ``docs/``."""
     found: list[Path] = []
-    for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder / "docs", _INSTALL_ONLY)):
+    for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder, _INSTALL_SCRIPT), (folder / "docs", _INSTALL_ONLY)):
         try:
             entries = sorted(place.iterdir())
         except OSError:
@@ -242,6 +245,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             continue
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
+        if path.suffix == ".sh":
+            continue  # a script's prose is its comments
         for version in _STATED_TORCH.findall(text):
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
             if int(version.split(".")[0]) < 10:
