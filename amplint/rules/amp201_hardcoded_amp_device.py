@@ -39,6 +39,10 @@ CUDA_LITERAL = r"""re:['"]cuda['"]"""
 STR_CALL = r"re:\bstr[\s\\]*\("
 
 
+# `autocast("cuda", dtype=torch.float32)`: a region forced to float32, no reduced precision.
+FLOAT32_ONLY = frozenset({"float32"})
+
+
 class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device", summary="AMP code hardcodes the CUDA device", fix=Applicability.UNSAFE):
     """## What it does
     Flags AMP code that only works on CUDA although the program is written for any device:
@@ -104,7 +108,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
     a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
-    `False` (a region that turns CUDA autocast off); one whose `enabled=` or `dtype=` a
+    `False` (a region that turns CUDA autocast off), or whose `dtype=` is float32 (a region
+    forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16");
+    one whose `enabled=` or `dtype=` a
     device test decides elsewhere in the file — a flag the file assigns from one
     (`config["amp"] = config["amp"] and config["cuda"]`), `self.scaler is not None` with
     `self.scaler = GradScaler(...) if not self.cpu else None`, a dtype that is float32
@@ -205,6 +211,16 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # A region forced to float32 loses no AMP anywhere (T2I-Adapter's mmpose calls).
+        """
+        import torch
+        from torch import autocast
+
+        def get_pose(opt, model, image):
+            image = image.to(opt.device)
+            with autocast("cuda", dtype=torch.float32):
+                return model(image)
+        """,
         # The autocast picks CUDA or CPU itself, with no dtype: float16 runs only on CUDA,
         # where this scaler works; CPU's bfloat16 needs none (MONAI's tutorials).
         """
@@ -964,6 +980,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         dtype = arguments.get("dtype")
         if dtype is not None and devices.gated_on_device(dtype):
             return  # float32 (no AMP) unless CUDA is there: CUDA-only AMP, on purpose
+        if dtype is not None and self.context.analysis.values.dtype_values(dtype) == FLOAT32_ONLY:
+            return  # a float32 region ("mmpose is not compatible with fp16"): no AMP to lose
         if not devices.has_variable(node) or devices.in_device_condition(node) or devices.requires_cuda(node, on_its_path=True):
             return
         if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):

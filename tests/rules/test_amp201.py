@@ -126,3 +126,14 @@ def test_a_cuda_scaler_is_reported_unless_float16_runs_only_on_cuda(device_type:
     source = SCALER_BESIDE_AUTOCAST.replace("DEVICE_TYPE", device_type).replace("DTYPE", dtype)
     rows = [d.location.row for d in check_source(source, "train.py", select=["AMP201"])]
     assert (4 in rows) is scaler_reported
+
+
+def test_torch_a_float32_autocast_runs_nothing_in_reduced_precision(torch) -> None:  # type: ignore[no-untyped-def]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.autocast("cpu", dtype=torch.float32):
+            # CPU rejects the dtype and disables itself; CUDA accepts it and keeps float32.
+            assert not torch.is_autocast_enabled("cpu")
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype is torch.float32
