@@ -351,12 +351,12 @@ def test_a_readme_or_install_document_declares_torch_where_no_file_does(
     assert project_facts(root, file=root / "train.py").target_torch == target
 
 
-def test_a_file_that_names_torch_wins_over_the_readme(tmp_path: Path) -> None:
+def test_a_file_that_bounds_torch_wins_over_the_readme(tmp_path: Path) -> None:
     readme = "conda install pytorch==1.8.0\n"
-    # A bare `torch` in a requirements file still means the README is not consulted:
-    # mamba's README says "PyTorch 1.12+" while its dependencies need a current torch.
-    bare = _project(tmp_path / "bare", {"README.md": readme, "requirements.txt": "torch\n"})
-    assert project_facts(bare).target_torch is None
+    # A bare `torch` says nothing about the version: the README does (EfficientFormer's
+    # requirements.txt lists torch, its README says "Torch==1.11").
+    bare = _project(tmp_path / "bare", {"README.md": "we use CoreML==5.2 and Torch==1.11\n", "requirements.txt": "torch\n"})
+    assert project_facts(bare).target_torch == (1, 11)
     pinned = _project(tmp_path / "pinned", {"README.md": readme, "requirements.txt": "torch>=2.4\n"})
     assert project_facts(pinned).target_torch == (2, 4)
     # A subproject's README is nearer than the root's requirements.

@@ -4,7 +4,7 @@
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
   ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
   ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``, a Cog ``cog.yaml``'s ``python_packages``;
-  where none of a folder's files names torch, the versions its README or INSTALL
+  where none of a folder's files bounds torch, the versions its README or INSTALL
   documents state: ``conda install pytorch==1.11.0``, "PyTorch version 1.7.1"),
   else unknown — rules then assume current torch. The declaration nearest to the file
   wins: a subproject (a folder between the file and the configuration's root) that
@@ -49,7 +49,7 @@ DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.
 # `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
 _CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
 # README.md, INSTALL.md, install.rst, README (and docs/INSTALL.md): read only when no file of
-# the folder names torch.
+# the folder bounds torch.
 _INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 _INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 # An install script (Graphormer's install.sh pins `torch==1.9.1+cu111`): its commands only.
@@ -135,9 +135,11 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
             torch.append(requirement)
         elif name == "amplint":
             amplint = True
-    if not torch:
-        # No file of the folder names torch: its README or INSTALL may still say which
-        # (`conda install pytorch==1.11.0`, "Pytorch>=1.8.0": ConvNeXt-V2, FastViT).
+    if all(lowest_admitted(requirement) is None for requirement in torch):
+        # No file of the folder bounds torch (none names it, or only a bare `torch`): its
+        # README or INSTALL may still say which (`conda install pytorch==1.11.0`,
+        # "Pytorch>=1.8.0": ConvNeXt-V2, FastViT; "Torch==1.11" beside EfficientFormer's
+        # bare requirement).
         torch.extend(_documented_torch(root))
     return Declared(tuple(torch), amplint)
 

@@ -7,7 +7,14 @@ import libcst as cst
 from libcst.metadata import ImportAssignment
 
 from amplint.analysis.context import RuleContext
-from amplint.analysis.syntax import assigned_names, constant, count_names, dotted_name, loaded_names
+from amplint.analysis.syntax import (
+    assigned_names,
+    constant,
+    count_names,
+    dotted_name,
+    last_name,
+    loaded_names,
+)
 from amplint.analysis.torch_api import INTRODUCED
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.calls import multiline_strings, open_bracket
@@ -34,6 +41,29 @@ OPT_LEVELS = frozenset({"O1", "O2"})
 VERSION_TEST = re.compile(r"version|hasattr\s*\(\s*torch\b", re.IGNORECASE)
 NATIVE_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
 NATIVE_AMP_NAMES = frozenset({"torch.autocast", "torch.GradScaler"})
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    """``except:``, ``except ImportError:``, ``except (ImportError, ...)``, ``except Exception``."""
+    if handler.type is None:
+        return True
+    types = [element.value for element in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any(isinstance(kind, (cst.Name, cst.Attribute)) and last_name(kind) in IMPORT_ERRORS for kind in types)
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    """Does the handler leave by raising (``raise ImportError("install apex")``)?"""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for statement in statements:
+        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else []
+        if any(isinstance(part, cst.Raise) for part in small):
+            return True
+        if isinstance(statement, cst.SimpleStatementSuite) and any(isinstance(part, cst.Raise) for part in statement.body):
+            return True
+    return False
 
 
 def _is_native_amp(name: str) -> bool:
@@ -67,6 +97,10 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     version.parse("1.6"):`, `hasattr(torch.cuda, "amp")`) whose other branch uses native
     AMP, the `except ImportError:` of a native AMP import, and uses of `amp` where only
     such a branch binds it. A branch chosen by a user option (`if args.apex:`) is flagged.
+    Nor is an import of apex.amp in a `try` whose `except ImportError:` carries on (does
+    not raise) when the file never reads the names it binds (Cream's `from apex import
+    amp` beside apex's DDP, with torch's DDP as the fallback): on a current apex it fails
+    quietly and changes nothing.
 
     ## Why is this bad?
     `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and
@@ -142,6 +176,16 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     requires = (frozenset({"amp"}),)
 
     VALID = (
+        # The import fails quietly on current apex and nothing reads `amp` (Cream).
+        """
+        try:
+            from apex import amp
+            from apex.parallel import DistributedDataParallel as DDP
+        except ImportError:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model)
+        """,
         """
         import apex as amp
         model = amp.initialize(model)
@@ -343,10 +387,38 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         return None if member.startswith("__") else member
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        self._uses = [use for use in self._uses if not self._old_torch_only(use.node)]
+        self._uses = [use for use in self._uses if not self._old_torch_only(use.node) and not self._unused_optional_import(use.node)]
         fix = self._canonical_fix()
         for use in self._uses:
             self.report(use.node, self._message(use), fix=fix if use.member == "initialize" else None)
+
+    # -- imports that do nothing -------------------------------------------------------------
+
+    def _unused_optional_import(self, node: cst.CSTNode) -> bool:
+        """An import of apex.amp in a ``try`` whose ``except ImportError`` carries on, and
+        whose names the file never reads (Cream's ``from apex import amp`` beside apex's
+        DDP): on a current apex it fails quietly and changes nothing."""
+        if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
+            return False
+        if not self._in_quiet_import_guard(node):
+            return False
+        bindings = self.context.analysis.bindings
+        for alias in node.names:
+            bound = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
+            imported = bindings.imports_of(node, bound)
+            if not imported or any(binding.references for binding in imported):
+                return False
+        return True
+
+    def _in_quiet_import_guard(self, node: cst.CSTNode) -> bool:
+        for child, ancestor in self.context.analysis.tree.ancestry(node):
+            if isinstance(ancestor, cst.Try) and child is ancestor.body:
+                return any(
+                    _catches_import_error(handler) and not _raises(handler.body) for handler in ancestor.handlers
+                )
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
 
     # -- old-torch fallbacks ------------------------------------------------------------------
 

@@ -97,3 +97,30 @@ def test_the_migrated_loop_trains_on_cpu(torch: ModuleType) -> None:
     train(model, optimizer, loader)
     after = torch.nn.functional.mse_loss(model(inputs) * 2.0, loader[0][1]).item()
     assert after < before / 2
+
+
+OPTIONAL_IMPORT = """\
+try:
+    from apex import amp
+except ImportError:
+    HANDLER
+USE
+"""
+
+
+@pytest.mark.parametrize(
+    ("handler", "use", "reported"),
+    [
+        ("pass", "", False),
+        ("amp = None", "", False),
+        # The fallback is read: the name matters (SimMIM's `assert amp is not None`).
+        ("amp = None", "assert amp is not None", True),
+        ("pass", "model, opt = amp.initialize(model, opt)", True),
+        # The handler stops the program: it fails on a current apex.
+        ('raise ImportError("install apex")', "", True),
+    ],
+)
+def test_an_optional_apex_import_that_nothing_reads_is_silent(handler: str, use: str, reported: bool) -> None:
+    source = OPTIONAL_IMPORT.replace("HANDLER", handler).replace("USE", use)
+    rows = [d.location.row for d in check_source(source, "train.py", select=["AMP003"])]
+    assert (2 in rows) is reported
