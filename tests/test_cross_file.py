@@ -492,3 +492,15 @@ def test_a_measurement_backward_reached_through_calls_is_not_a_training_step(tmp
     root = _project(tmp_path, {"utils/__init__.py": "", "utils/torch_utils.py": torch_utils, "utils/autobatch.py": autobatch})
     # The profiler is passed over; the step that also steps its optimizer is flagged.
     assert [(code, row) for code, row, _ in _check(root, "utils/autobatch.py", "AMP103")] == [("AMP103", 12)]
+
+
+def test_a_vendored_apex_amp_exists(tmp_path: Path) -> None:
+    # jukebox ships its own 2019 apex, `apex/apex/amp/`, with tests that import it.
+    uses = "from apex import amp\n\nmodel, optimizer = amp.initialize(model, optimizer)\n"
+    plain = _project(tmp_path / "plain", {"apex/tests/test_amp.py": uses})
+    assert [code for code, _, _ in _check(plain, "apex/tests/test_amp.py", "AMP003")] == ["AMP003", "AMP003"]
+    vendored = _project(
+        tmp_path / "vendored",
+        {"apex/apex/__init__.py": "", "apex/apex/amp/__init__.py": "def initialize(m, o): return m, o\n", "apex/tests/test_amp.py": uses},
+    )
+    assert _check(vendored, "apex/tests/test_amp.py", "AMP003") == []

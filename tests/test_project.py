@@ -333,7 +333,8 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # Graphormer's install.sh, which its README tells users to run; a script's comments
         # are not read as prose.
         ({"install.sh": "#!/bin/bash\n# tested with PyTorch 1.6\npip install torch==1.9.1+cu111 -f https://x\n"}, (1, 9)),
-        ({"scripts.sh": "pip install torch==1.9.1\n", "run_install.sh": "pip install torch==1.9.1\n"}, None),
+        ({"prepare_env.sh": "conda install -y pytorch==1.7.0 torchaudio -c pytorch\n"}, (1, 7)),
+        ({"scripts.sh": "pip install torch==1.9.1\n", "train.sh": "pip install torch==1.9.1\n"}, None),
         # NVIDIA's NGC container releases are no torch versions.
         ({"README.md": "Tested in the PyTorch 22.11 NGC container (or PyTorch 21.04).\n"}, None),
         # Several: the oldest holds.

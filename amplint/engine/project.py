@@ -52,8 +52,9 @@ _CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
 # the folder bounds torch.
 _INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 _INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
-# An install script (Graphormer's install.sh pins `torch==1.9.1+cu111`): its commands only.
-_INSTALL_SCRIPT = re.compile(r"^install[\w.-]*\.sh$", re.IGNORECASE)
+# An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
+# BinauralGrad's prepare_env.sh `torch==1.7.0`): its commands only.
+_INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IGNORECASE)
 # A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
@@ -201,7 +202,7 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 
 def _install_documents(folder: Path) -> list[Path]:
     """The folder's README and INSTALL documents, in any case (``README.md``,
-    ``INSTALL.md``, ``install.rst``, ``README``), its install scripts (``install.sh``), and the
+    ``INSTALL.md``, ``install.rst``, ``README``), its install and environment scripts (``install.sh``, ``prepare_env.sh``), and the
     INSTALL documents of its ``docs/``."""
     found: list[Path] = []
     for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder, _INSTALL_SCRIPT), (folder / "docs", _INSTALL_ONLY)):

@@ -100,7 +100,9 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     Nor is an import of apex.amp in a `try` whose `except ImportError:` carries on (does
     not raise) when the file never reads the names it binds (Cream's `from apex import
     amp` beside apex's DDP, with torch's DDP as the fallback): on a current apex it fails
-    quietly and changes nothing.
+    quietly and changes nothing. And nothing is flagged where the checked project ships
+    its own `apex.amp` package (jukebox vendors a 2019 apex with its `amp/`, tests and
+    examples): there it exists.
 
     ## Why is this bad?
     `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and
@@ -387,10 +389,22 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         return None if member.startswith("__") else member
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        if self._uses and self._apex_amp_in_project():
+            return  # the project ships its own apex.amp: it exists wherever the code runs
         self._uses = [use for use in self._uses if not self._old_torch_only(use.node) and not self._unused_optional_import(use.node)]
         fix = self._canonical_fix()
         for use in self._uses:
             self.report(use.node, self._message(use), fix=fix if use.member == "initialize" else None)
+
+    def _apex_amp_in_project(self) -> bool:
+        """Is ``apex.amp`` a package of the checked project itself (jukebox vendors its
+        2019 apex, ``apex/apex/amp/``, with its tests and examples)?"""
+        modules = self.context.analysis.modules
+        found = modules.module_path("apex.amp", self.context.path)
+        if found is None:
+            return False
+        modules.summary_of(found)  # the result depends on that file: a cached one follows it
+        return True
 
     # -- imports that do nothing -------------------------------------------------------------
 
