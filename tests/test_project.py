@@ -335,6 +335,20 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"install.sh": "#!/bin/bash\n# tested with PyTorch 1.6\npip install torch==1.9.1+cu111 -f https://x\n"}, (1, 9)),
         ({"prepare_env.sh": "conda install -y pytorch==1.7.0 torchaudio -c pytorch\n"}, (1, 7)),
         ({"scripts.sh": "pip install torch==1.9.1\n", "train.sh": "pip install torch==1.9.1\n"}, None),
+        # A requirements file the README says to install (LLaMA-Adapter's imagebind_LLM).
+        ({"README.md": "cd ImageBind; pip install -r requirements.txt\n", "ImageBind/requirements.txt": "torch==1.13.0\n"}, (1, 13)),
+        (
+            {
+                "README.md": "```bash\n# install ImageBind\ncd ImageBind\npip install -r requirements.txt\ncd ..\n```\n",
+                "ImageBind/requirements.txt": "torch==1.13.0\n",
+            },
+            (1, 13),
+        ),
+        # A new code block starts in the folder again: `requirements.txt` there names no torch.
+        ({"README.md": "```\ncd ImageBind\n```\n```\npip install -r requirements.txt\n```\n", "ImageBind/requirements.txt": "torch==1.13.0\n"}, None),
+        ({"README.md": "pip install -r reqs/base.txt\n", "reqs/base.txt": "numpy\ntorch>=1.10  # cuda\n"}, (1, 10)),
+        # Only requirements files (.txt) count.
+        ({"README.md": "pip install -r requirements-dev.in\n", "requirements-dev.in": "torch==1.8\n"}, None),
         # NVIDIA's NGC container releases are no torch versions.
         ({"README.md": "Tested in the PyTorch 22.11 NGC container (or PyTorch 21.04).\n"}, None),
         # Several: the oldest holds.

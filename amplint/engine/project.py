@@ -61,6 +61,8 @@ _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IG
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+# `cd ImageBind` (on this line or an earlier one of the block), `pip install -r requirements.txt`.
+_CD_OR_PIP_INSTALL_R = re.compile(r"\bcd\s+([\w./-]+)|\bpip3?\s+install\s+(?:-[\w-]+\s+)*-r\s+([\w./-]+)")
 # A conda pin's single `=` is `==`; "PyTorch ≥ 1.8" (Detic's docs/INSTALL.md) is `>=`.
 _DOCUMENT_OPERATORS = {"=": "==", "\u2265": ">="}
 _DOCUMENTED_TORCH = re.compile(
@@ -240,20 +242,49 @@ def _requirement_strings(root: Path) -> Iterator[str]:
 
 def _documented_torch(root: Path) -> Iterator[Requirement]:
     """The torch versions a folder's README and INSTALL documents state: with an operator
-    (a conda pin's single `=` reads as `==`), or in prose as the version the code was
-    built or tested with (at least that one). Several: the oldest holds, as for files."""
+    (a conda pin's single `=` reads as `==`), in a requirements file they say to install,
+    or in prose as the version the code was built or tested with (at least that one).
+    Several: the oldest holds, as for files."""
     for path in _install_documents(root):
         text = _read(path)
         if text is None:
             continue
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
+        yield from _installed_requirements(root, text)
         if path.suffix == ".sh":
             continue  # a script's prose is its comments
         for version in _STATED_TORCH.findall(text):
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
             if int(version.split(".")[0]) < 10:
                 yield Requirement(f"torch>={version}")
+
+
+def _installed_requirements(root: Path, text: str) -> Iterator[Requirement]:
+    """The torch pins of a requirements file a document tells users to install
+    (`cd ImageBind; pip install -r requirements.txt`: LLaMA-Adapter's imagebind_LLM),
+    inside the folder."""
+    top = root.resolve()
+    listed_files: list[Path] = []
+    directory = top
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            directory = top  # each code block starts in the folder
+        for change, listed in _CD_OR_PIP_INSTALL_R.findall(line):
+            if change:
+                directory = (directory / change).resolve()
+            else:
+                listed_files.append((directory / listed).resolve())
+    for path in listed_files:
+        if top not in path.parents or path.suffix != ".txt":
+            continue
+        for line in _requirements_txt(path):
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.name.lower() == "torch":
+                yield requirement
 
 
 def _read(path: Path) -> str | None:
