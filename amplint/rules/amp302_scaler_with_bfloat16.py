@@ -119,19 +119,23 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
-        # A CUDA scaler beside an autocast on CUDA or CPU: CPU's default bfloat16 runs only
-        # where the scaler has disabled itself (MONAI's tutorials).
+        # A CUDA scaler (torch's default device) beside an autocast on CUDA or CPU: CPU's
+        # default bfloat16 runs only where the scaler has disabled itself (MONAI's tutorials).
         """
         import torch
 
-        device = torch.device("cuda") if torch.cuda.is_available() else "cpu"
-        scaler = torch.amp.GradScaler("cuda")
-        for x in loader:
-            with torch.autocast(device_type="cuda" if torch.cuda.is_available() else "cpu"):
-                loss = model(x.to(device)).sum()
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+        class Trainer:
+            def __init__(self, model):
+                self.device_type = "cuda" if torch.cuda.is_available() else "cpu"
+                self.model = model.to(self.device_type)
+                self.scaler = torch.GradScaler()
+
+            def step(self, x, optimizer):
+                with torch.autocast(self.device_type):
+                    loss = self.model(x).mean()
+                self.scaler.scale(loss).backward()
+                self.scaler.step(optimizer)
+                self.scaler.update()
         """,
         # Built only for float16 through a flag, and a bfloat16 copy made for evaluation
         # (ChatGLM-6B's copy of the HF Trainer).
