@@ -355,3 +355,41 @@ def test_a_fix_that_would_not_parse_is_dropped_and_reported() -> None:
     assert outcome.text == "import torch\nscaler = torch.cuda.amp.GradScaler()\nmodern_call()\n"
     assert [(f.code, f.row) for f in outcome.failures] == [("AMP998", 2)]
     assert "invalid code" in outcome.failures[0].message
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Live processes whose command line mentions ``text`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = (entry / "stat").read_text().split(") ", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in command and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL])
+def test_no_worker_outlives_a_killed_run(tmp_path: Path, kill: signal.Signals) -> None:
+    for index in range(200):
+        (tmp_path / f"m{index:03}.py").write_text(DEPRECATED, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "amplint", "fix", "--apply", "--no-cache", "-j", "2", "-q", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_processes_naming(str(tmp_path))) < 3 and process.poll() is None:
+        time.sleep(0.01)
+    if process.poll() is None:
+        process.send_signal(kill)
+    process.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _processes_naming(str(tmp_path)):
+        time.sleep(0.1)
+    assert _processes_naming(str(tmp_path)) == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -30,6 +31,8 @@ TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")
 
 TICK = 0.1
+# How often an idle worker checks that its parent is still alive.
+ORPHAN_CHECK = 1.0
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,20 @@ class TimedOut:
     seconds: float
 
 
-def _serve(connection: Connection, function: Callable[..., object]) -> None:
+def _serve(connection: Connection, function: Callable[..., object], inherited: Sequence[Connection]) -> None:
     # The parent handles Ctrl-C (and kills the workers); a worker must not die
     # mid-result with a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker holds copies of the parent's pipe ends (its own and its elders'):
+    # closed here, a parent that dies leaves every pipe at end-of-file.
+    for end in inherited:
+        end.close()
+    parent = os.getppid()
     while True:
         try:
+            while not connection.poll(ORPHAN_CHECK):
+                if os.getppid() != parent:
+                    return  # the parent died without a word (SIGKILL): no one will ask
             arguments = connection.recv()
         except (EOFError, OSError):
             return  # the parent is gone
@@ -86,8 +97,9 @@ class _Pool(Generic[TaskT]):
 
     def start(self) -> _Worker[TaskT]:
         parent_end, child_end = self.context.Pipe(duplex=True)
+        inherited = [parent_end, *(worker.connection for worker in self.workers)]
         process = self.context.Process(  # type: ignore[attr-defined]
-            target=_serve, args=(child_end, self.function), name="amplint-worker", daemon=True
+            target=_serve, args=(child_end, self.function, inherited), name="amplint-worker", daemon=True
         )
         process.start()
         child_end.close()
