@@ -423,3 +423,32 @@ def test_a_cog_build_file_declares_torch(tmp_path: Path) -> None:
     root = _project(tmp_path, {"cog.yaml": cog, "README.md": "pip install torch==2.6\n"})
     assert [str(r) for r in declared_requirements(root).torch] == ["torch==1.8.1"]
     assert project_facts(root).target_torch == (1, 8)
+
+
+def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    root = _project(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.amplint]\n",
+            "README.md": "```\ncd ImageBind\npip install -r requirements.txt\n```\n",
+            "ImageBind/requirements.txt": "torch==1.13.0\n",
+            "train.py": OLD_AUTOCAST,
+        },
+    )
+
+    def codes() -> list[str]:
+        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "train.py")])
+        return [entry["code"] for entry in json.loads(result.stdout)]
+
+    old_cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert codes() == []  # torch 1.13 has no torch.amp.autocast deprecation
+        (root / "ImageBind" / "requirements.txt").write_text("torch==2.4.0\n", encoding="utf-8")
+        assert codes() == ["AMP001"]
+    finally:
+        os.chdir(old_cwd)

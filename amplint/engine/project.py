@@ -198,7 +198,13 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
     found: list[Path] = []
     for pattern in DECLARATION_FILES:
         found.extend(sorted(path for path in folder.glob(pattern) if path.is_file()))
-    found.extend(_install_documents(folder))
+    documents = _install_documents(folder)
+    found.extend(documents)
+    # The requirements files they say to install: a cached result follows those too.
+    for document in documents:
+        text = _read(document)
+        if text is not None:
+            found.extend(path for path in _listed_requirement_files(folder, text) if path.is_file() and path not in found)
     return tuple(found)
 
 
@@ -262,22 +268,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
 
 def _installed_requirements(root: Path, text: str) -> Iterator[Requirement]:
     """The torch pins of a requirements file a document tells users to install
-    (`cd ImageBind; pip install -r requirements.txt`: LLaMA-Adapter's imagebind_LLM),
-    inside the folder."""
-    top = root.resolve()
-    listed_files: list[Path] = []
-    directory = top
-    for line in text.splitlines():
-        if line.lstrip().startswith("```"):
-            directory = top  # each code block starts in the folder
-        for change, listed in _CD_OR_PIP_INSTALL_R.findall(line):
-            if change:
-                directory = (directory / change).resolve()
-            else:
-                listed_files.append((directory / listed).resolve())
-    for path in listed_files:
-        if top not in path.parents or path.suffix != ".txt":
-            continue
+    (`cd ImageBind; pip install -r requirements.txt`: LLaMA-Adapter's imagebind_LLM)."""
+    for path in _listed_requirement_files(root, text):
         for line in _requirements_txt(path):
             try:
                 requirement = Requirement(line)
@@ -285,6 +277,25 @@ def _installed_requirements(root: Path, text: str) -> Iterator[Requirement]:
                 continue
             if requirement.name.lower() == "torch":
                 yield requirement
+
+
+def _listed_requirement_files(root: Path, text: str) -> list[Path]:
+    """The requirements files (``.txt``, inside the folder) that a document's commands
+    install: ``pip install -r X``, after any ``cd`` earlier in the same code block."""
+    top = root.resolve()
+    listed: list[Path] = []
+    directory = top
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            directory = top  # each code block starts in the folder
+        for change, name in _CD_OR_PIP_INSTALL_R.findall(line):
+            if change:
+                directory = (directory / change).resolve()
+            else:
+                path = (directory / name).resolve()
+                if top in path.parents and path.suffix == ".txt":
+                    listed.append(path)
+    return listed
 
 
 def _read(path: Path) -> str | None:
