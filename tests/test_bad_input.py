@@ -304,15 +304,20 @@ def test_fixing_twice_equals_fixing_once_on_every_fixture() -> None:
         compile(once, path.name, "exec")
 
 
-def test_sigterm_during_fix_apply_leaves_every_file_old_or_new(tmp_path: Path) -> None:
-    count = 300
+def _start_fix_apply(folder: Path, count: int) -> subprocess.Popen[bytes]:
+    """``amplint fix --apply`` with two workers, started on ``count`` deprecated files."""
     for index in range(count):
-        (tmp_path / f"m{index:03}.py").write_text(DEPRECATED, encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "amplint", "fix", "--apply", "--no-cache", "-j", "2", "-q", str(tmp_path)],
+        (folder / f"m{index:03}.py").write_text(DEPRECATED, encoding="utf-8")
+    return subprocess.Popen(
+        [sys.executable, "-m", "amplint", "fix", "--apply", "--no-cache", "-j", "2", "-q", str(folder)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def test_sigterm_during_fix_apply_leaves_every_file_old_or_new(tmp_path: Path) -> None:
+    count = 300
+    process = _start_fix_apply(tmp_path, count)
     deadline = time.monotonic() + 60
     # Wait until some files are written, then interrupt mid-run.
     while time.monotonic() < deadline and process.poll() is None:
@@ -376,13 +381,7 @@ def _processes_naming(text: str) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
 @pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL])
 def test_no_worker_outlives_a_killed_run(tmp_path: Path, kill: signal.Signals) -> None:
-    for index in range(200):
-        (tmp_path / f"m{index:03}.py").write_text(DEPRECATED, encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "amplint", "fix", "--apply", "--no-cache", "-j", "2", "-q", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = _start_fix_apply(tmp_path, 200)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(_processes_naming(str(tmp_path))) < 3 and process.poll() is None:
         time.sleep(0.01)

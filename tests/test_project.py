@@ -187,6 +187,21 @@ def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _codes(root: Path, target: Path) -> list[str]:
+    """The codes `amplint check` reports for ``target``, run from ``root`` with its cache."""
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    previous = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(target)])
+    finally:
+        os.chdir(previous)
+    return [entry["code"] for entry in json.loads(result.stdout)]
+
+
 def test_target_torch_from_requirements_config_and_command_line(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(DEPRECATED, encoding="utf-8")
     assert "AMP001" in _cli(["check", "--no-cache", "train.py"], tmp_path)[1]
@@ -275,28 +290,15 @@ OLD_AUTOCAST = "import torch\n\nwith torch.cuda.amp.autocast():\n    loss = mode
 
 
 def test_the_cli_reads_a_subproject_declaration_and_the_cache_follows_its_edits(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from amplint.cli import cli
-
     root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "sub/requirements.txt": "torch>=2.4\n", "sub/train.py": OLD_AUTOCAST})
-
-    def codes() -> list[str]:
-        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "sub" / "train.py")])
-        return [entry["code"] for entry in json.loads(result.stdout)]
-
-    old_cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        assert codes() == ["AMP001"]
-        assert codes() == ["AMP001"]  # from the cache
-        # The subproject now supports torch 1.13, which lacks torch.amp.autocast: silent.
-        (root / "sub" / "requirements.txt").write_text("torch>=1.13\n", encoding="utf-8")
-        assert codes() == []
-        (root / "sub" / "requirements.txt").write_text("torch>=2.4\n", encoding="utf-8")
-        assert codes() == ["AMP001"]
-    finally:
-        os.chdir(old_cwd)
+    train = root / "sub" / "train.py"
+    assert _codes(root, train) == ["AMP001"]
+    assert _codes(root, train) == ["AMP001"]  # from the cache
+    # The subproject now supports torch 1.13, which lacks torch.amp.autocast: silent.
+    (root / "sub" / "requirements.txt").write_text("torch>=1.13\n", encoding="utf-8")
+    assert _codes(root, train) == []
+    (root / "sub" / "requirements.txt").write_text("torch>=2.4\n", encoding="utf-8")
+    assert _codes(root, train) == ["AMP001"]
 
 
 def test_a_conda_environment_under_another_name_is_read_and_other_yaml_is_not(tmp_path: Path) -> None:
@@ -380,24 +382,10 @@ def test_a_file_that_bounds_torch_wins_over_the_readme(tmp_path: Path) -> None:
 
 
 def test_deprecations_follow_the_readme_and_the_cache_follows_its_edits(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from amplint.cli import cli
-
     root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "README.md": "pip install torch==1.8.0\n", "train.py": OLD_AUTOCAST})
-
-    def codes() -> list[str]:
-        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "train.py")])
-        return [entry["code"] for entry in json.loads(result.stdout)]
-
-    old_cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        assert codes() == []  # torch 1.8 has no torch.amp.autocast
-        (root / "README.md").write_text("pip install torch==2.4.0\n", encoding="utf-8")
-        assert codes() == ["AMP001"]
-    finally:
-        os.chdir(old_cwd)
+    assert _codes(root, root / "train.py") == []  # torch 1.8 has no torch.amp.autocast
+    (root / "README.md").write_text("pip install torch==2.4.0\n", encoding="utf-8")
+    assert _codes(root, root / "train.py") == ["AMP001"]
 
 
 def test_setup_py_install_requires_may_name_a_module_level_list(tmp_path: Path) -> None:
@@ -426,10 +414,6 @@ def test_a_cog_build_file_declares_torch(tmp_path: Path) -> None:
 
 
 def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from amplint.cli import cli
-
     root = _project(
         tmp_path,
         {
@@ -439,16 +423,6 @@ def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) ->
             "train.py": OLD_AUTOCAST,
         },
     )
-
-    def codes() -> list[str]:
-        result = CliRunner().invoke(cli, ["check", "--output-format", "json", str(root / "train.py")])
-        return [entry["code"] for entry in json.loads(result.stdout)]
-
-    old_cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        assert codes() == []  # torch 1.13 has no torch.amp.autocast deprecation
-        (root / "ImageBind" / "requirements.txt").write_text("torch==2.4.0\n", encoding="utf-8")
-        assert codes() == ["AMP001"]
-    finally:
-        os.chdir(old_cwd)
+    assert _codes(root, root / "train.py") == []  # torch 1.13 has no torch.amp.autocast deprecation
+    (root / "ImageBind" / "requirements.txt").write_text("torch==2.4.0\n", encoding="utf-8")
+    assert _codes(root, root / "train.py") == ["AMP001"]

@@ -34,6 +34,16 @@ def last_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+def caught(handler: cst.ExceptHandler) -> list[cst.BaseExpression] | None:
+    """The exception expressions an ``except`` clause names (``except (A, b.C):`` → ``A``,
+    ``b.C``); None for a bare ``except:``."""
+    if handler.type is None:
+        return None
+    if isinstance(handler.type, cst.Tuple):
+        return [element.value for element in handler.type.elements]
+    return [handler.type]
+
+
 def root_name(node: cst.CSTNode) -> cst.Name | None:
     """The name an expression's full name starts from (through attributes, calls and
     subscripts, as libcst's ``get_full_name_for_node`` looks through them)."""

@@ -55,9 +55,6 @@ _INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$",
 # An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
 # BinauralGrad's prepare_env.sh `torch==1.7.0`): its commands only.
 _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IGNORECASE)
-# A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
-# `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
-# name (`torchvision==`, `pytorch-lightning==`) does not count.
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
@@ -65,6 +62,9 @@ _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\
 _CD_OR_PIP_INSTALL_R = re.compile(r"\bcd\s+([\w./-]+)|\bpip3?\s+install\s+(?:-[\w-]+\s+)*-r\s+([\w./-]+)")
 # A conda pin's single `=` is `==`; "PyTorch ≥ 1.8" (Detic's docs/INSTALL.md) is `>=`.
 _DOCUMENT_OPERATORS = {"=": "==", "\u2265": ">="}
+# A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
+# `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
+# name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
     r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
@@ -210,8 +210,8 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 
 def _install_documents(folder: Path) -> list[Path]:
     """The folder's README and INSTALL documents, in any case (``README.md``,
-    ``INSTALL.md``, ``install.rst``, ``README``), its install and environment scripts (``install.sh``, ``prepare_env.sh``), and the
-    INSTALL documents of its ``docs/``."""
+    ``INSTALL.md``, ``install.rst``, ``README``), its install and environment scripts
+    (``install.sh``, ``prepare_env.sh``), and the INSTALL documents of its ``docs/``."""
     found: list[Path] = []
     for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder, _INSTALL_SCRIPT), (folder / "docs", _INSTALL_ONLY)):
         try:
@@ -226,7 +226,12 @@ def _install_documents(folder: Path) -> list[Path]:
 
 
 def _requirements(root: Path) -> Iterator[Requirement]:
-    for text in _requirement_strings(root):
+    return _parsed(_requirement_strings(root))
+
+
+def _parsed(texts: Iterable[str]) -> Iterator[Requirement]:
+    """The requirement strings that parse (as pip reads them); the others say nothing."""
+    for text in texts:
         try:
             yield Requirement(text)
         except InvalidRequirement:
@@ -270,13 +275,7 @@ def _installed_requirements(root: Path, text: str) -> Iterator[Requirement]:
     """The torch pins of a requirements file a document tells users to install
     (`cd ImageBind; pip install -r requirements.txt`: LLaMA-Adapter's imagebind_LLM)."""
     for path in _listed_requirement_files(root, text):
-        for line in _requirements_txt(path):
-            try:
-                requirement = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if requirement.name.lower() == "torch":
-                yield requirement
+        yield from (requirement for requirement in _parsed(_requirements_txt(path)) if requirement.name.lower() == "torch")
 
 
 def _listed_requirement_files(root: Path, text: str) -> list[Path]:

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import ImportAssignment
 
 from amplint.analysis.context import RuleContext
+from amplint.analysis.syntax import caught
 from amplint.diagnostics import Edit
 from amplint.fixes.calls import ListEdits
 from amplint.fixes.edits import delete_statement
@@ -67,9 +68,8 @@ def _in_import_block(statement: cst.BaseStatement) -> bool:
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
-    caught = handler.type
-    names = [element.value for element in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
-    return any(
+    names = caught(handler)
+    return names is not None and any(
         isinstance(name, cst.Name) and name.value in ("ImportError", "ModuleNotFoundError") for name in names
     )
 

@@ -9,6 +9,7 @@ from libcst.metadata import ImportAssignment
 from amplint.analysis.context import RuleContext
 from amplint.analysis.syntax import (
     assigned_names,
+    caught,
     constant,
     count_names,
     dotted_name,
@@ -48,22 +49,18 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "B
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     """``except:``, ``except ImportError:``, ``except (ImportError, ...)``, ``except Exception``."""
-    if handler.type is None:
-        return True
-    types = [element.value for element in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any(isinstance(kind, (cst.Name, cst.Attribute)) and last_name(kind) in IMPORT_ERRORS for kind in types)
+    names = caught(handler)
+    return names is None or any(last_name(name) in IMPORT_ERRORS for name in names)
 
 
 def _raises(body: cst.BaseSuite) -> bool:
     """Does the handler leave by raising (``raise ImportError("install apex")``)?"""
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    for statement in statements:
-        small = statement.body if isinstance(statement, cst.SimpleStatementLine) else []
-        if any(isinstance(part, cst.Raise) for part in small):
-            return True
-        if isinstance(statement, cst.SimpleStatementSuite) and any(isinstance(part, cst.Raise) for part in statement.body):
-            return True
-    return False
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return any(
+        isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        and any(isinstance(part, cst.Raise) for part in line.body)
+        for line in lines
+    )
 
 
 def _is_native_amp(name: str) -> bool:

@@ -6,7 +6,7 @@ import re
 import libcst as cst
 
 from amplint.analysis import torch_api
-from amplint.analysis.autocast import AutocastBlock, AutocastUse
+from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.syntax import (
     bool_value,
     call_arguments,
@@ -476,7 +476,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                     "which needs no loss scaling; build it for float16 instead",
                 )
                 return
-        region = self._region(node)
+        region = self.context.analysis.scalers.served_region(node)
         cuda_scaler = self._scaler_devices(node, arguments) == CUDA_ONLY
         bf16_uses = self._conflicting_uses(region, cuda_scaler)
         if bf16_uses:
@@ -567,12 +567,6 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
 
     # -- where the scaler's autocast blocks and model live ---------------------------------------
 
-    def _region(self, node: cst.Call) -> cst.ClassDef | cst.FunctionDef | cst.Module:
-        return self.context.analysis.scalers.served_region(node)
-
-    def _in_region(self, node: cst.CSTNode, region: cst.CSTNode) -> bool:
-        return self.context.analysis.scalers.in_region(node, region)
-
     @functools.cached_property
     def _file_may_run_bfloat16(self) -> bool:
         """Does any autocast of the file (block or built context) possibly run in
@@ -587,7 +581,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         the autocast contexts it builds for other code (``amp_autocast =
         torch.autocast(...)`` passed to the training loop) — when the dtypes of all of them
         are known (else none)."""
-        uses = [b.use for b in self._blocks(region) if not b.disabled and not b.use.method]
+        uses = [b.use for b in self.context.analysis.scalers.served_blocks(region) if not b.disabled and not b.use.method]
         uses += [use for use in self._built_contexts(region) if not use.disabled and not use.method]
         if any(use.dtypes is None for use in uses):
             return []
@@ -597,7 +591,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         analysis = self.context.analysis
         found: list[AutocastUse] = []
         for assign in analysis.tree.index.assigns:
-            if not isinstance(assign.value, cst.Call) or not self._in_region(assign, region):
+            if not isinstance(assign.value, cst.Call) or not self.context.analysis.scalers.in_region(assign, region):
                 continue
             use = analysis.autocast.autocast_use(assign.value)
             if use is not None:
@@ -621,16 +615,13 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         condition = self._condition(node)
         if condition is not None and self._names_float16(condition[0]):
             return  # built for float16: the author's choice
-        bf16_uses = self._bfloat16_uses(self._region(node))
+        bf16_uses = self._bfloat16_uses(self.context.analysis.scalers.served_region(node))
         if bf16_uses:
             self.report(
                 node,
                 f"`{self.context.module.code_for_node(node.func)}()` builds an enabled GradScaler ({maker.description}) "
                 f"although autocast may run in bfloat16, which needs no loss scaling{bf16_uses[0].origin}",
             )
-
-    def _blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
-        return self.context.analysis.scalers.served_blocks(region)
 
     def _names_float16(self, test: cst.BaseExpression) -> bool:
         """Does ``test`` name float16, itself or through the flag it reads
@@ -661,7 +652,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         """A cast of a trained model to bfloat16, or a model loaded in bfloat16, in ``region``."""
         analysis = self.context.analysis
         for call in analysis.tree.index.calls:
-            if not isinstance(call.func, cst.Attribute) or not self._in_region(call, region):
+            if not isinstance(call.func, cst.Attribute) or not self.context.analysis.scalers.in_region(call, region):
                 continue
             if analysis.training.in_inference(call):
                 continue  # a bfloat16 copy for evaluation (`bf16_full_eval`): nothing trains it
