@@ -99,7 +99,9 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     amp` beside apex's DDP, with torch's DDP as the fallback): on a current apex it fails
     quietly and changes nothing. And nothing is flagged where the checked project ships
     its own `apex.amp` package (jukebox vendors a 2019 apex with its `amp/`, tests and
-    examples): there it exists.
+    examples): there it exists. RULES.md lists no silences beyond `import apex as amp`;
+    these (the old-torch branches, the unused optional import, the vendored package) are
+    this page's decisions, made because the message's premise is false there.
 
     ## Why is this bad?
     `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and

@@ -82,7 +82,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
     tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
-    `torch.cuda.get_device_properties(...)` and kin), in a block that
+    `torch.cuda.get_device_properties(...)` and kin; RULES.md names CUDA-requiring calls
+    only for (d), and not these: both are this page's extensions), in a block that
     holds the autocast or in its own statement, not in another branch (MONAI's float16
     check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
     (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
@@ -109,7 +110,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
     a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
     `False` (a region that turns CUDA autocast off), or whose `dtype=` is float32 (a region
-    forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16");
+    forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16"; a
+    decision of this page, RULES.md has no float32 case);
     one whose `enabled=` or `dtype=` a
     device test decides elsewhere in the file — a flag the file assigns from one
     (`config["amp"] = config["amp"] and config["cuda"]`), `self.scaler is not None` with

@@ -58,7 +58,8 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     Safe: the fix inserts `scaler.unscale_(optimizer)` on its own line just before the
     clip, with the optimizer taken from the `scaler.step(optimizer)` call. It is offered
     only where the clip runs after the scaled backward on every path (in the block that
-    holds it), not for a clip shared with a float32 branch where the scaler may be `None`. The clip then
+    holds it), not for a clip shared with a float32 branch where the scaler may be `None`
+    (RULES.md gives the fix unconditionally; withholding it there is this page's decision). The clip then
     clips the real gradients, as the code evidently means, and `scaler.step` skips its
     own unscaling (a test proves the resulting norms with torch).
     """

@@ -48,7 +48,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
       constant of another project module, or CPU autocast without a dtype (CPU's
       default is bfloat16) — but not the CPU side of a CUDA-or-CPU device choice beside a
       CUDA scaler (`GradScaler("cuda")`, torch's default device), which disables itself
-      where CUDA is missing, while on CUDA that autocast runs in float16;
+      where CUDA is missing, while on CUDA that autocast runs in float16 (an exception
+      RULES.md does not make: its premise, a scaler working beside bfloat16, cannot
+      happen there);
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
@@ -60,7 +62,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     for a module-level scaler, the whole module; and a module-level function of this file
     that the scaler's function passes it to and that uses it as its scaler
     (`train_and_evaluate(..., scaler)`; only a literal bfloat16 there gets the fix, since
-    the dtype's name lives in the callee). An `enabled=` expression that mentions
+    the dtype's name lives in the callee; RULES.md names only the class and the module,
+    this step is this page's extension). An `enabled=` expression that mentions
     `float16`, `"float16"`, `half` or `fp16` counts as conditioned.
 
     Across files: a call of a project function whose every `return` builds an
