@@ -337,8 +337,13 @@ def run_paths(
     if progress is not None:
         progress.start(len(files))
 
+    by_directory: dict[str, Settings] = {}
+
     def settings_for(path: str) -> Settings:
-        return resolver.for_directory(Path(path).absolute().parent)
+        directory = os.path.dirname(path)
+        if directory not in by_directory:
+            by_directory[directory] = resolver.for_directory(Path(path).absolute().parent)
+        return by_directory[directory]
 
     reports = run(
         files,

@@ -342,7 +342,9 @@ def test_stale_buckets_are_pruned_when_a_new_bucket_is_made(tmp_path: Path) -> N
     assert recent.exists() and unrelated.exists()
 
 
-def test_a_file_changed_after_the_lookup_is_checked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_edited_after_its_read_is_reported_as_read_and_checked_again_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _write(tmp_path, "a.py", DEPRECATED)
     settings = _settings(tmp_path)
     _check([path], settings, tmp_path / "cache")
@@ -350,12 +352,16 @@ def test_a_file_changed_after_the_lookup_is_checked_again(tmp_path: Path, monkey
 
     def load_then_edit(self: ResultsCache, p: str, data: bytes) -> list[Diagnostic] | None:
         result = real_load(self, p, data)
-        Path(p).write_text(CLEAN, encoding="utf-8")  # edited between lookup and report
+        Path(p).write_text(CLEAN, encoding="utf-8")  # edited while the run looks it up
         return result
 
     monkeypatch.setattr(ResultsCache, "load", load_then_edit)
-    report = _check([path], settings, tmp_path / "cache")[0]
-    assert report.diagnostics == [] and report.old_text == CLEAN
+    during = _check([path], settings, tmp_path / "cache")[0]
+    # One read: the findings are those of the text the report quotes, never a mixture.
+    assert [d.code for d in during.diagnostics] == ["AMP001"] and during.old_text == DEPRECATED
+    monkeypatch.setattr(ResultsCache, "load", real_load)
+    after = _check([path], settings, tmp_path / "cache")[0]
+    assert after.diagnostics == [] and after.old_text == CLEAN
 
 
 # -- concurrency --------------------------------------------------------------------------------------

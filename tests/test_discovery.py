@@ -167,3 +167,36 @@ def test_is_excluded_for_stdin_names(tree: Path) -> None:
     assert is_excluded("legacy/train.py", settings)
     assert is_excluded("build/x.py", settings)
     assert not is_excluded("src/train.py", settings)
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        ("build", "venv", ".git"),
+        ("build", "*.gen.py", "docs/", "third_party/vendored"),
+        ("build", "!build/keep.py", "*.py"),  # a negation: order matters, pathspec decides all
+    ],
+)
+def test_plain_name_patterns_exclude_exactly_what_gitignore_matching_excludes(
+    tree: Path, patterns: tuple[str, ...]
+) -> None:
+    # The oracle is pathspec itself, matching every pattern against each path and its name.
+    import pathspec
+
+    names = [
+        "a.py", "build/x.py", "src/build/y.py", "src/builder.py", "build.py", "venv/lib/z.py",
+        "src/venv_tools.py", "docs/conf.py", "src/docs/a.py", "m.gen.py", "build/keep.py",
+        "third_party/vendored/v.py", "x/.git/hooks.py", "src/.github/w.py",
+    ]  # fmt: skip
+    touch(tree, *names)
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    expected = sorted(
+        name
+        for name in names
+        if not any(
+            spec.match_file(prefix + "/") for prefix in ("/".join(name.split("/")[: i + 1]) for i in range(name.count("/")))
+        )
+        and not spec.match_file(name)
+        and not spec.match_file(name.rsplit("/", 1)[-1])
+    )
+    assert found(["."], exclude=patterns) == expected

@@ -305,6 +305,9 @@ def test_a_conda_environment_under_another_name_is_read_and_other_yaml_is_not(tm
     # se3_diffusion's environment is `se3.yml`.
     conda = _project(tmp_path / "se3", {"se3.yml": "name: se3\nchannels:\n  - pytorch\ndependencies:\n  - python=3.8\n  - pytorch=1.13.1\n"})
     assert project_facts(conda).target_torch == (1, 13)
+    # fast-DiT's environment.yml writes a lower bound.
+    bounded = _project(tmp_path / "dit", {"environment.yml": "name: DiT\ndependencies:\n  - python >= 3.8\n  - pytorch >= 1.13\n"})
+    assert project_facts(bounded).target_torch == (1, 13)
     # A YAML list that is not a conda environment says nothing about the torch installed.
     other = _project(tmp_path / "other", {"config.yaml": "models:\n  - torch==1.8\n", "requirements.txt": "torch>=2.4\n"})
     assert project_facts(other).target_torch == (2, 4)
@@ -353,6 +356,13 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "pip install -r requirements-dev.in\n", "requirements-dev.in": "torch==1.8\n"}, None),
         # NVIDIA's NGC container releases are no torch versions.
         ({"README.md": "Tested in the PyTorch 22.11 NGC container (or PyTorch 21.04).\n"}, None),
+        # XMem's docs/GETTING_STARTED.md, and a GETTING_STARTED beside the README.
+        ({"docs/GETTING_STARTED.md": "We used PyTorch 1.11+ on Ubuntu.\n"}, (1, 11)),
+        ({"getting-started.rst": "pip install torch==1.12.1\n"}, (1, 12)),
+        # ms-swift's environment table: the cell after `torch` (a bare version: at least it).
+        ({"README.md": "| | Range | Recommended |\n|---|---|---|\n| python | >=3.9 | 3.10 |\n| torch | >=2.0 | 2.8.0/2.11.0 |\n"}, (2, 0)),
+        ({"README.md": "| Package | Version |\n| --- | --- |\n| PyTorch | 1.13.1 |\n"}, (1, 13)),
+        ({"README.md": "| torchvision | 0.9.0 |\n| torch_scatter | >=2.0 |\n"}, None),
         # Several: the oldest holds.
         ({"README.md": "requires `torch>=2.5.1`\n", "INSTALL.md": "change `torch>=2.5.1` to `torch==2.1.0`\n"}, (2, 1)),
         # Another package, or a document that is neither README nor INSTALL (nor docs/INSTALL).

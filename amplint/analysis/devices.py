@@ -625,51 +625,92 @@ class DeviceAnalysis:
     def requires_cuda(self, node: cst.CSTNode, *, on_its_path: bool = False) -> bool:
         """Does the function (or module) running ``node`` require CUDA anyway, before or
         after it: ``torch.cuda.set_device(...)``, ``.cuda()``, ``init_device_mesh("cuda")``,
-        ``device_id=`` a CUDA device? ``on_its_path``: only such calls that run whenever
-        ``node`` does (in a block that holds ``node``, or in ``node``'s own statement),
-        not ones in another branch."""
+        ``device_id=`` a CUDA device, or a method of its class that does? ``on_its_path``:
+        only such calls that run whenever ``node`` does (in a block that holds ``node``,
+        or in ``node``'s own statement), not ones in another branch."""
         scope = self.tree.scope_of(node)
-        statement = self.tree.statement_of(node)
+        path = (node, self.tree.statement_of(node)) if on_its_path else None
+        return self._scope_requires_cuda(scope, path, follow_methods=True)
+
+    def _scope_requires_cuda(
+        self, scope: ScopeNode, path: tuple[cst.CSTNode, cst.CSTNode | None] | None, *, follow_methods: bool
+    ) -> bool:
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is not scope:
                 continue
-            if on_its_path and not self._on_path(call, node, statement):
+            if path is not None and not self._on_path(call, *path):
                 continue
-            qualified = self.names.resolve(call.func)
-            if qualified == "torch.cuda.set_device":
+            if self._call_requires_cuda(call):
                 return True
-            if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
-                return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
-                return True  # `model.cuda()`, `x.cuda(rank)`
-            if any(
-                arg.keyword is not None and arg.keyword.value == "device" and _is_device_literal(arg.value) and self._is_cuda(arg.value)
-                for arg in call.args
-            ):
-                return True  # `torch.randn(..., device="cuda")`
-            if (
-                isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "to"
-                and call.args
-                and call.args[0].keyword is None
-                and _is_device_literal(call.args[0].value)
-                and self._is_cuda(call.args[0].value)
-            ):
-                return True  # `model.to("cuda")`
-            if qualified in INIT_DEVICE_MESH and call.args and self._is_cuda(call.args[0].value):
-                return True
-            if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
-                return True
-            if qualified in DDP and any(
-                arg.keyword is not None and arg.keyword.value == "device_ids" and not _is_none(arg.value) for arg in call.args
-            ):
-                return True  # DDP takes device_ids only for a module on an accelerator
+            if follow_methods:
+                method = self._own_method_called(call)
+                if method is not None and method is not scope and self._scope_requires_cuda(method, None, follow_methods=False):
+                    return True  # axolotl's `compute_loss` calls `self._compute_block_rewards`
         return False
 
-    def callers_require_cuda(self, node: cst.CSTNode) -> bool:
+    def _call_requires_cuda(self, call: cst.Call) -> bool:
+        qualified = self.names.resolve(call.func)
+        if qualified == "torch.cuda.set_device":
+            return True
+        if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
+            return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
+            return True  # `model.cuda()`, `x.cuda(rank)`
+        if any(
+            arg.keyword is not None and arg.keyword.value == "device" and self._is_cuda_device_argument(arg.value)
+            for arg in call.args
+        ):
+            return True  # `torch.randn(..., device="cuda")`
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "to"
+            and call.args
+            and call.args[0].keyword is None
+            and self._is_cuda_device_argument(call.args[0].value)
+        ):
+            return True  # `model.to("cuda")`
+        if qualified in INIT_DEVICE_MESH and call.args and self._is_cuda(call.args[0].value):
+            return True
+        if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
+            return True
+        return qualified in DDP and any(
+            arg.keyword is not None and arg.keyword.value == "device_ids" and not _is_none(arg.value) for arg in call.args
+        )  # DDP takes device_ids only for a module on an accelerator
+
+    def _is_cuda_device_argument(self, expr: cst.BaseExpression) -> bool:
+        """A CUDA literal (``"cuda"``), or an instance attribute its class only ever sets to a
+        CUDA device (``fd = self._feature_device`` set to ``torch.device(f"cuda:{i}")``
+        on every branch). A plain ``device`` name bound to ``"cuda"`` does not count: the
+        file may test or rebind it, which makes it a device variable."""
+        if _is_device_literal(expr):
+            return self._is_cuda(expr)
+        if isinstance(expr, cst.Name):
+            bound = self.bindings.single_value(expr)
+            expr = bound if bound is not None else expr
+        return self._is_cuda_attribute(expr)
+
+    def _is_cuda_attribute(self, expr: cst.BaseExpression) -> bool:
+        found = self.classes.instance_attribute(expr)
+        if found is None:
+            return False
+        values = self.classes.attribute_values(*found)
+        return bool(values) and all(self._is_cuda_value(value) for value in values or ())
+
+    def _own_method_called(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The method ``self.m(...)`` calls, when ``m`` is defined in the caller's class."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        found = self.classes.method_of(call)
+        if found is None or self.classes.self_name(found[1]) != func.value.value:
+            return None
+        return next((m for m in self.classes.methods(found[0]) if m.name.value == func.attr.value), None)
+
+    def callers_require_cuda(self, node: cst.CSTNode, *, on_its_path: bool = False) -> bool:
         """Is the function running ``node`` called in this file, and only from functions
         that require CUDA (nnU-Net's ``setup_ddp`` is called by ``run_ddp``, which then
-        calls ``torch.cuda.set_device``)?"""
+        calls ``torch.cuda.set_device``)? ``on_its_path``: the caller requires CUDA
+        whenever it makes the call (see ``requires_cuda``)."""
         function = self.tree.scope_of(node)
         if not isinstance(function, cst.FunctionDef):
             return False
@@ -679,7 +720,7 @@ class DeviceAnalysis:
         return (bool(calls) or spawned) and all(
             isinstance(caller, cst.FunctionDef)
             and caller is not function
-            and (self.requires_cuda(call) or self.in_device_condition(call))
+            and (self.requires_cuda(call, on_its_path=on_its_path) or self.in_device_condition(call))
             for call, caller in zip(calls, callers, strict=True)
         )
 
@@ -728,7 +769,15 @@ class DeviceAnalysis:
     def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
         if statement is not None and self.tree.within(call, statement):
             return True
-        block = next((a for a in self.tree.ancestors(call) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+        # A `with` body runs whenever the `with` statement does (`with torch.no_grad():`).
+        block = next(
+            (
+                a
+                for a in self.tree.ancestors(call)
+                if isinstance(a, cst.Module) or (isinstance(a, cst.IndentedBlock) and not isinstance(self.tree.parent(a), cst.With))
+            ),
+            None,
+        )
         return block is not None and self.tree.within(node, block)
 
     def _is_cuda(self, expr: cst.BaseExpression) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import libcst as cst
@@ -84,6 +84,10 @@ def _is_modulo(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
 
 
+# Methods that move, cast or switch a module's mode without running it.
+_NO_GRADIENT_METHODS = frozenset({"eval", "half", "bfloat16", "float", "to", "cuda", "cpu", "type", "requires_grad_"})
+
+
 @dataclass(eq=False)
 class TrainingAnalysis:
     """Training facts of one file (``context.analysis.training``)."""
@@ -92,6 +96,7 @@ class TrainingAnalysis:
     tree: Tree
     names: NameResolver
     bindings: Bindings
+    _without_grad_cache: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
 
     @functools.cached_property
     def in_test_module(self) -> bool:
@@ -189,6 +194,61 @@ class TrainingAnalysis:
                     if spelled:
                         frozen.add(spelled)
         return frozenset(frozen)
+
+    def is_frozen(self, spelled: str) -> bool:
+        """Is the module spelled ``spelled`` frozen: frozen explicitly, or only ever run
+        without gradients?"""
+        return spelled in self.frozen_modules or self._used_only_without_grad(spelled)
+
+    def _used_only_without_grad(self, spelled: str) -> bool:
+        """Is ``spelled`` called at least once, every call under ``torch.no_grad()`` /
+        ``torch.inference_mode()``, and otherwise only assigned, moved, cast or put in
+        eval mode? No gradient ever reaches it, so it is as frozen as
+        ``requires_grad_(False)`` makes it (seed-vc's half-precision wav2vec feature
+        extractor). Any other use (passed on, returned, its parameters read) may train it."""
+        if spelled not in self._without_grad_cache:
+            self._without_grad_cache[spelled] = self._only_without_grad(self.occurrences(spelled))
+        return self._without_grad_cache[spelled]
+
+    def _only_without_grad(self, occurrences: list[cst.BaseExpression]) -> bool:
+        called = False
+        for occurrence in occurrences:
+            parent = self.tree.parent(occurrence)
+            if isinstance(parent, cst.AssignTarget):
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is occurrence:
+                call = self.tree.parent(parent)
+                if not (isinstance(call, cst.Call) and call.func is parent):
+                    return False
+                if parent.attr.value in _NO_GRADIENT_METHODS:
+                    continue
+                if parent.attr.value != "forward":
+                    return False
+            elif isinstance(parent, cst.Call) and parent.func is occurrence:
+                call = parent
+            else:
+                return False
+            if not self.under_no_grad(call):
+                return False
+            called = True
+        return called
+
+    def occurrences(self, spelled: str) -> list[cst.BaseExpression]:
+        """Every read or write of the dotted name ``spelled`` in the file, in no set order."""
+        return self._occurrences.get(spelled, [])
+
+    @functools.cached_property
+    def _occurrences(self) -> dict[str, list[cst.BaseExpression]]:
+        """Every read or write of each dotted name (``model``, ``self.encoder``) in the file."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+        for node, parent in self.tree.parents.items():
+            if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue  # the `attr` of `x.attr`, not a name of its own
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                spelled = dotted_name(node)
+                if spelled is not None:
+                    found.setdefault(spelled, []).append(node)
+        return found
 
     @functools.cached_property
     def optimizer_names(self) -> frozenset[str]:

@@ -62,17 +62,6 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _unchanged(dependencies: object) -> bool:
-    """Do the files a cached result read facts from still hold the same bytes?"""
-    if not isinstance(dependencies, dict):
-        return False
-    for path, expected in dependencies.items():
-        try:
-            if digest(Path(path).read_bytes()) != expected:
-                return False
-        except OSError:
-            return False
-    return True
 
 
 def _package_fingerprint() -> str:
@@ -206,6 +195,9 @@ class ResultsCache:
         self.directory = Path(directory)
         self.bucket = self.directory / f"{_PREFIX}{bucket_key(settings, registry)}"
         self._ready: bool | None = None  # None: the bucket has not been prepared yet
+        # Many entries read facts from the same few files (a package's __init__, the
+        # project's declarations): each is hashed once per run.
+        self._digests: dict[str, str | None] = {}
 
     @staticmethod
     def _entry_name(path: str) -> str:
@@ -221,12 +213,26 @@ class ResultsCache:
                 or entry.get("format") != FORMAT
                 or entry.get("path") != os.path.abspath(path)
                 or entry.get("sha256") != digest(data)
-                or not _unchanged(entry.get("dependencies", {}))
+                or not self._unchanged(entry.get("dependencies", {}))
             ):
                 return None
             return [diagnostic_from_json(item, path) for item in entry["diagnostics"]]
         except Exception:  # noqa: BLE001 - an unreadable or corrupt entry is just a miss
             return None
+
+    def _unchanged(self, dependencies: object) -> bool:
+        """Do the files a cached result read facts from still hold the same bytes?"""
+        if not isinstance(dependencies, dict):
+            return False
+        for path, expected in dependencies.items():
+            if path not in self._digests:
+                try:
+                    self._digests[path] = digest(Path(path).read_bytes())
+                except OSError:
+                    self._digests[path] = None
+            if self._digests[path] != expected:
+                return False
+        return True
 
     def store(
         self, path: str, data: bytes, diagnostics: Sequence[Diagnostic], dependencies: Mapping[str, str] | None = None

@@ -13,6 +13,7 @@ be read is reported as a warning, never skipped silently.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,71 +33,105 @@ class Discovery:
     warnings: list[str] = field(default_factory=list)  # directories that cannot be read
 
 
+_PLAIN_NAME = re.compile(r"[\w.-]+")
+
+
 def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
+def _relative(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` (both absolute, ``/``-separated), or None if outside."""
+    if path == base:
+        return "."
+    prefix = base if base.endswith("/") else base + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _child(directory: str, name: str) -> str:
+    # Joined as pathlib would join them ("." / "x" is "x"), without making a Path per
+    # entry: a tree of thousands of files is walked on strings.
+    if directory == ".":
+        return name
+    return directory + name if directory.endswith("/") else f"{directory}/{name}"
+
+
 class _Ignorer:
-    def __init__(self, settings: Settings, anchor: Path | None = None) -> None:
+    def __init__(self, settings: Settings, anchor: str | None = None) -> None:
         # With an anchor (an excluded directory the user named explicitly), patterns are
         # matched below it only, so that its own exclusion does not empty it.
         self.anchor = anchor
-        self.root = anchor if anchor is not None else Path(settings.project_root).resolve()
-        self.exclude = _spec([*settings.exclude, *settings.extend_exclude])
+        self.root = anchor if anchor is not None else Path(settings.project_root).resolve().as_posix()
+        patterns = [*settings.exclude, *settings.extend_exclude]
+        # A plain name ("build", ".venv": all the defaults) excludes any path with a part of
+        # that name, as gitignore reads it; a set lookup per part is much cheaper than
+        # matching every pattern against every path. Negations keep the patterns' order,
+        # so then every pattern goes to pathspec.
+        plain = set() if any(pattern.startswith("!") for pattern in patterns) else {p for p in patterns if _PLAIN_NAME.fullmatch(p)}
+        self.excluded_names = frozenset(plain)
+        self.exclude = _spec([pattern for pattern in patterns if pattern not in plain])
+        self._patterns = bool(self.exclude.patterns)
         self.respect_gitignore = settings.respect_gitignore
-        self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
-        self._chains: dict[Path, list[Path]] = {}
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[str, list[str]] = {}
 
-    def _gitignore(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
+    def _gitignore(self, directory: str) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._gitignores:
             spec = None
-            candidate = directory / ".gitignore"
+            candidate = _child(directory, ".gitignore")
             try:
-                if candidate.is_file():
-                    spec = _spec(candidate.read_text(encoding="utf-8", errors="replace").splitlines())
+                if os.path.isfile(candidate):
+                    with open(candidate, encoding="utf-8", errors="replace") as handle:
+                        spec = _spec(handle.read().splitlines())
             except OSError:
                 spec = None
             self._gitignores[directory] = spec
         return self._gitignores[directory]
 
-    def _relative(self, path: Path, base: Path) -> str | None:
-        try:
-            return path.relative_to(base).as_posix()
-        except ValueError:
-            return None
-
-    def excluded(self, path: Path, is_dir: bool) -> bool:
+    def excluded(self, path: str, is_dir: bool) -> bool:
+        """Whether the absolute ``path`` is excluded by a pattern or a ``.gitignore``."""
         suffix = "/" if is_dir else ""
-        relative = self._relative(path, self.root)
+        relative = _relative(path, self.root)
+        basename = os.path.basename(path)
+        if self.excluded_names and (
+            basename in self.excluded_names
+            or (relative is not None and relative != "." and not self.excluded_names.isdisjoint(relative.split("/")))
+        ):
+            return True
         candidates = [relative] if relative is not None else []
-        candidates.append(path.name)  # basename patterns apply wherever the tree is
-        if any(self.exclude.match_file(candidate + suffix) for candidate in candidates):
+        candidates.append(basename)  # basename patterns apply wherever the tree is
+        if self._patterns and any(self.exclude.match_file(candidate + suffix) for candidate in candidates):
             return True
         if not self.respect_gitignore:
             return False
-        for directory in self._git_dirs(path.parent):
-            if self.anchor is not None and not directory.is_relative_to(self.anchor):
+        for directory in self._git_dirs(os.path.dirname(path)):
+            if self.anchor is not None and _relative(directory, self.anchor) is None:
                 continue
             spec = self._gitignore(directory)
-            rel = self._relative(path, directory)
+            rel = _relative(path, directory)
             if spec is not None and rel is not None and spec.match_file(rel + suffix):
                 return True
         return False
 
-    def _git_dirs(self, directory: Path) -> list[Path]:
+    def _git_dirs(self, directory: str) -> list[str]:
         """Directories from the enclosing git repository root down to ``directory``.
 
         Outside a git repository there are none: like git and Ruff, ``.gitignore``
         files mean nothing there (``exclude`` still applies).
         """
         if directory not in self._chains:
-            chain: list[Path] = []
-            found: list[Path] = []
-            for candidate in (directory, *directory.parents):
+            chain: list[str] = []
+            found: list[str] = []
+            candidate = directory
+            while True:
                 chain.append(candidate)
-                if (candidate / ".git").exists():
+                if os.path.exists(_child(candidate, ".git")):
                     found = list(reversed(chain))
                     break
+                parent = os.path.dirname(candidate)
+                if parent == candidate:
+                    break
+                candidate = parent
             self._chains[directory] = found
         return self._chains[directory]
 
@@ -107,36 +142,44 @@ class _Walker:
     def __init__(self, settings_for: Callable[[Path], Settings], result: Discovery) -> None:
         self.settings_for = settings_for
         self.result = result
-        self._ignorers: dict[tuple[int, Path | None], tuple[Settings, _Ignorer]] = {}
+        self._ignorers: dict[tuple[int, str | None], tuple[Settings, _Ignorer]] = {}
 
-    def ignorer(self, directory: Path, anchor: Path | None = None) -> _Ignorer:
-        """The ignorer for entries of ``directory`` (excluded patterns below ``anchor`` only)."""
-        settings = self.settings_for(directory)
+    def ignorer(self, directory: str, anchor: str | None = None) -> _Ignorer:
+        """The ignorer for entries of the absolute ``directory`` (excluded patterns below
+        ``anchor`` only)."""
+        settings = self.settings_for(Path(directory))
         key = (id(settings), anchor)
         if key not in self._ignorers:
             # The settings are kept with it, so that their id is not reused.
             self._ignorers[key] = (settings, _Ignorer(settings, anchor))
         return self._ignorers[key][1]
 
-    def walk(self, directory: Path, anchor: Path | None) -> Iterator[Path]:
+    def walk(self, directory: str, absolute: str, anchor: str | None) -> Iterator[tuple[str, str]]:
+        """The source files under ``directory`` (as the user spelled it; ``absolute`` is
+        the same directory made absolute), each spelled both ways."""
         try:
-            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as error:
             self.result.warnings.append(f"{directory}: cannot read directory: {error.strerror or error}; skipped")
             return
-        ignorer = self.ignorer(directory.absolute(), anchor)
+        ignorer = self.ignorer(absolute, anchor)
         for entry in entries:
-            path = Path(entry.path)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 is_file = entry.is_file(follow_symlinks=True)
             except OSError:
                 continue
+            entry_absolute = _child(absolute, entry.name)
             if is_dir:
-                if not ignorer.excluded(path.absolute(), is_dir=True):
-                    yield from self.walk(path, anchor)
-            elif is_file and path.suffix in SOURCE_SUFFIXES and not ignorer.excluded(path.absolute(), is_dir=False):
-                yield path
+                if not ignorer.excluded(entry_absolute, is_dir=True):
+                    yield from self.walk(_child(directory, entry.name), entry_absolute, anchor)
+            elif (
+                is_file
+                and os.path.splitext(entry.name)[1] in SOURCE_SUFFIXES
+                and not ignorer.excluded(entry_absolute, is_dir=False)
+            ):
+                yield _child(directory, entry.name), entry_absolute
 
 
 def _settings_function(settings: Settings | ConfigResolver) -> Callable[[Path], Settings]:
@@ -150,7 +193,8 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
     that gives each directory the settings of its nearest configuration."""
     result = Discovery()
     walker = _Walker(_settings_function(settings), result)
-    seen: set[Path] = set()
+    seen: set[str] = set()
+    found_files: list[str] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
@@ -160,29 +204,28 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
         # A directory's own configuration decides about it; a file's, its directory's.
         home = absolute if path.is_dir() else absolute.parent
         parent_settings = walker.settings_for(home)
-        ignorer = walker.ignorer(home)
-        found: Iterator[Path]
+        ignorer = walker.ignorer(home.as_posix())
+        found: Iterator[tuple[str, str]]
         if path.is_dir():
-            if ignorer.excluded(absolute, is_dir=True):
+            if ignorer.excluded(absolute.as_posix(), is_dir=True):
                 if parent_settings.force_exclude:
                     continue
-                found = walker.walk(path, absolute)
+                found = walker.walk(str(path), absolute.as_posix(), absolute.as_posix())
             else:
-                found = walker.walk(path, None)
+                found = walker.walk(str(path), absolute.as_posix(), None)
         else:
-            if parent_settings.force_exclude and ignorer.excluded(absolute, is_dir=False):
+            if parent_settings.force_exclude and ignorer.excluded(absolute.as_posix(), is_dir=False):
                 continue
-            found = iter([path])
-        for file in found:
-            key = file.absolute()
+            found = iter([(str(path), absolute.as_posix())])
+        for file, key in found:
             if key not in seen:
                 seen.add(key)
-                result.files.append(file)
-    result.files.sort(key=lambda p: p.as_posix())
+                found_files.append(file)
+    result.files = sorted(map(Path, found_files), key=lambda file: file.as_posix())
     return result
 
 
 def is_excluded(path: str, settings: Settings) -> bool:
     """Whether ``exclude``/``extend-exclude`` or a ``.gitignore`` excludes ``path``
     (used for ``--stdin-filename`` with ``--force-exclude``)."""
-    return _Ignorer(settings).excluded(Path(path).absolute(), is_dir=False)
+    return _Ignorer(settings).excluded(Path(path).absolute().as_posix(), is_dir=False)

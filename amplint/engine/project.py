@@ -4,8 +4,8 @@
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
   ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
   ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``, a Cog ``cog.yaml``'s ``python_packages``;
-  where none of a folder's files bounds torch, the versions its README or INSTALL
-  documents state: ``conda install pytorch==1.11.0``, "PyTorch version 1.7.1"),
+  where none of a folder's files bounds torch, the versions its README, INSTALL or
+  GETTING_STARTED documents state (and their Markdown tables: ``| torch | >=2.0 |``): ``conda install pytorch==1.11.0``, "PyTorch version 1.7.1"),
   else unknown — rules then assume current torch. The declaration nearest to the file
   wins: a subproject (a folder between the file and the configuration's root) that
   declares its own torch is held to it (``EVA/EVA-CLIP/requirements.txt`` pins
@@ -46,12 +46,16 @@ _REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
 _CONDA_FILES = ("*.yml", "*.yaml")
 # Every file name a folder's declarations may come from (the cache watches them).
 DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES, "cog.yaml")
-# `- pytorch=2.0.0` / `- torch==2.0.0` in a conda environment (conda pins with one `=`).
-_CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*==?\s*([0-9][0-9.]*)")
-# README.md, INSTALL.md, install.rst, README (and docs/INSTALL.md): read only when no file of
+# `- pytorch=2.0.0` / `- torch==2.0.0` / `- pytorch >= 1.13` in a conda environment (conda
+# pins with one `=`).
+_CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*(==?|>=|~=)\s*([0-9][0-9.]*)")
+# README.md, INSTALL.md, install.rst, GETTING_STARTED.md, README (and the same but README
+# in docs/: XMem's docs/GETTING_STARTED.md says "PyTorch 1.11+"): read only when no file of
 # the folder bounds torch.
-_INSTALL_DOCUMENT = re.compile(r"^(?:readme|install(?:ation)?)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
-_INSTALL_ONLY = re.compile(r"^install(?:ation)?(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
+_INSTALL_DOCUMENT = re.compile(
+    r"^(?:readme|install(?:ation)?|get(?:ting)?[_-]?started)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE
+)
+_INSTALL_ONLY = re.compile(r"^(?:install(?:ation)?|get(?:ting)?[_-]?started)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 # An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
 # BinauralGrad's prepare_env.sh `torch==1.7.0`): its commands only.
 _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IGNORECASE)
@@ -68,6 +72,11 @@ _DOCUMENT_OPERATORS = {"=": "==", "\u2265": ">="}
 _DOCUMENTED_TORCH = re.compile(
     r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
+)
+# A Markdown table row naming torch's version in its next cell: `| torch | >=2.0 | 2.8.0 |`
+# (ms-swift's environment table); a bare version there reads as "at least".
+_TABLED_TORCH = re.compile(
+    r"^\s*\|\s*(?:py)?torch\s*\|\s*(==|>=|~=|\u2265)?\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE | re.MULTILINE
 )
 
 
@@ -209,9 +218,10 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 
 
 def _install_documents(folder: Path) -> list[Path]:
-    """The folder's README and INSTALL documents, in any case (``README.md``,
-    ``INSTALL.md``, ``install.rst``, ``README``), its install and environment scripts
-    (``install.sh``, ``prepare_env.sh``), and the INSTALL documents of its ``docs/``."""
+    """The folder's README, INSTALL and GETTING_STARTED documents, in any case
+    (``README.md``, ``INSTALL.md``, ``install.rst``, ``README``), its install and
+    environment scripts (``install.sh``, ``prepare_env.sh``), and the INSTALL and
+    GETTING_STARTED documents of its ``docs/``."""
     found: list[Path] = []
     for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder, _INSTALL_SCRIPT), (folder / "docs", _INSTALL_ONLY)):
         try:
@@ -262,6 +272,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             continue
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
+        for operator, version in _TABLED_TORCH.findall(text):
+            yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         yield from _installed_requirements(root, text)
         if path.suffix == ".sh":
             continue  # a script's prose is its comments
@@ -344,7 +356,7 @@ def _conda_environment(path: Path) -> Iterator[str]:
         item = item[2:].strip().strip("'\"").split("::")[-1]  # `pytorch::pytorch=2.5`: the channel goes
         conda = _CONDA_TORCH.match(item)
         if conda is not None:
-            yield f"torch=={conda.group(1)}"
+            yield f"torch{_DOCUMENT_OPERATORS.get(conda.group(1), conda.group(1))}{conda.group(2)}"
         elif _looks_like_requirement(item):
             yield item
 

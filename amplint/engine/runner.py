@@ -464,26 +464,23 @@ def run(
         return jobs_by_settings[key]
 
     entries = [job_of(path) for path in paths]
-    hits = _lookup(paths, entries, tick)
-    if in_process:
-        for index, path in enumerate(paths):
-            file_job, results = entries[index]
-            hit = hits.pop(index, None)
-            report = _from_cache(path, file_job, *hit) if hit is not None else None
-            if report is None:
-                report = process_path(path, file_job)
-                _remember(results, report, file_job)
-            if tick is not None:
-                tick()
-            yield report
-        return
-    pending: list[int] = [index for index in range(len(paths)) if index not in hits]
-    for index, hit in hits.items():
-        report = _from_cache(paths[index], entries[index][0], *hit)
+    pending: list[int] = []
+    for index, path in enumerate(paths):
+        file_job, results = entries[index]
+        # A hit is yielded as soon as it is found (the caller forgets its text unless it
+        # has findings), so memory does not grow with the size of the tree.
+        report = _cached(path, file_job, results)
+        if report is None and in_process:
+            report = process_path(path, file_job)
+            _remember(results, report, file_job)
         if report is None:
-            pending.append(index)  # changed since the lookup: analyse it after all
+            pending.append(index)
         else:
             yield report
+        if tick is not None and (in_process or index % 64 == 0):
+            tick()
+    if in_process:
+        return
     # Largest first: a big file started last would run alone at the end while the other
     # workers idle.
     pending.sort(key=lambda index: -_size(paths[index]))
@@ -505,37 +502,20 @@ def run(
         yield report
 
 
-def _lookup(
-    paths: Sequence[str], entries: Sequence[tuple[Job, ResultsCache | None]], tick: Callable[[], None] | None
-) -> dict[int, tuple[str, list[Diagnostic]]]:
-    """Which files are cache hits. Only their digests and diagnostics are kept, so memory
-    does not grow with the size of the tree."""
-    hits: dict[int, tuple[str, list[Diagnostic]]] = {}
-    for index, path in enumerate(paths):
-        file_job, results = entries[index]
-        if results is None:
-            continue
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            continue  # the worker reports the read error
-        cached = results.load(path, data)
-        allow = _allowed(file_job.unsafe_fixes or file_job.settings.unsafe_fixes, file_job)
-        if cached is not None and (not file_job.mode.fixes or not any(allow(d) for d in cached)):
-            hits[index] = (digest(data), cached)
-        if tick is not None and index % 64 == 0:
-            tick()
-    return hits
-
-
-def _from_cache(path: str, job: Job, expected: str, diagnostics: list[Diagnostic]) -> FileReport | None:
-    """The report of a cache hit, re-reading the file: None if it changed since the lookup."""
+def _cached(path: str, job: Job, results: ResultsCache | None) -> FileReport | None:
+    """The report of a cache hit, from one read of the file; None for a miss."""
+    if results is None:
+        return None
     try:
         data = Path(path).read_bytes()
     except OSError:
+        return None  # the analysis reports the read error
+    diagnostics = results.load(path, data)
+    if diagnostics is None:
         return None
-    if digest(data) != expected:
-        return None
+    allow = _allowed(job.unsafe_fixes or job.settings.unsafe_fixes, job)
+    if job.mode.fixes and any(allow(d) for d in diagnostics):
+        return None  # fixing needs the analysis
     report = FileReport(path=path, diagnostics=diagnostics, original=data)
     container = job.decoder_for(path) is not None
     if container or len(data) <= job.settings.max_file_size:

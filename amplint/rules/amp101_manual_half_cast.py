@@ -75,6 +75,13 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     `load_in_8bit`/`load_in_4bit`, `prepare_model_for_kbit_training`: QLoRA-style
     training, where inputs must be cast to the base model's compute dtype and only
     adapters train), and functions named for a precision (`convert_module_to_f16`).
+    Beyond RULES.md, also from real code (evaluation round O): a module only ever run
+    under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast or
+    put in eval mode counts as frozen (seed-vc's half-precision wav2vec feature
+    extractor: no gradient reaches it); and an input cast bound to a name is not flagged
+    when every later read of that name goes to a frozen module (LatentSync's `mel`, read
+    only by its frozen fp16 SyncNet) or runs under an autocast of the cast's own dtype,
+    where the cast changes nothing the message could ask for.
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -275,6 +282,37 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         pixel_values = batch.pop('pixel_values').to(device, torch.float16)
         loss.backward()
         """,
+        # seed-vc: a feature extractor only ever run under no_grad is as frozen as
+        # `requires_grad_(False)` makes it.
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, device):
+                self.wav2vec_model = Wav2Vec2Model.from_pretrained(name).to(device)
+                self.wav2vec_model = self.wav2vec_model.eval()
+                self.wav2vec_model = self.wav2vec_model.half()
+
+            def step(self, model, batch):
+                with torch.no_grad():
+                    features = self.wav2vec_model(batch.half())
+                model(features.float()).sum().backward()
+        """,
+        # LatentSync: `mel` goes only to the frozen fp16 SyncNet; `x` is read only under an
+        # autocast of the same dtype, where the cast changes nothing.
+        """
+        import torch
+
+        def train(loader, unet, syncnet, device):
+            syncnet.requires_grad_(False)
+            for batch in loader:
+                mel = batch["mel"].to(device, dtype=torch.float16)
+                x = batch["x"].to(device, dtype=torch.float16)
+                with torch.autocast("cuda", dtype=torch.float16):
+                    pred = unet(x)
+                loss = syncnet(pred, mel).mean()
+                loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
@@ -356,6 +394,33 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             count=2,
             line=2, column=1, message="cast of the model",
         ),
+        # Run with gradients once, outside no_grad: it trains, so its cast counts.
+        Invalid(
+            """
+              import torch
+            - encoder_model = encoder_model.half()
+              with torch.no_grad():
+                  features = encoder_model(x)
+              loss = encoder_model(y).sum()
+              loss.backward()
+            """,
+            unsafe=True,
+            line=2, column=17, message="cast of the model",
+        ),
+        # Read once outside the autocast of its dtype: the cast decides that op's precision.
+        Invalid(
+            """
+              import torch
+            - x = batch.to(device, dtype=torch.float16)
+            + x = batch.to(device)
+              with torch.autocast("cuda", dtype=torch.float16):
+                  out = model(x)
+              loss = (out - x).pow(2).mean()
+              loss.backward()
+            """,
+            unsafe=True,
+            line=2, column=5, message="cast of the model's inputs",
+        ),
         # bfloat16 beside autocast.
         Invalid(
             """
@@ -401,6 +466,8 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if not self._applies(node):
             return
         target = self._model_or_input(node)
+        if target == "input" and self._reads_are_harmless(node, dtypes):
+            return
         if target is not None:
             self._casts.append((node, target))
 
@@ -461,7 +528,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         if self._is_round_trip(node) or self._in_saved_value(node) or self._in_module_class(node):
             return False
         spelled = dotted_name(receiver)
-        if spelled is not None and spelled in self.context.analysis.training.frozen_modules:
+        if spelled is not None and self.context.analysis.training.is_frozen(spelled):
             return False
         return not self._passed_to_frozen(node)
 
@@ -627,9 +694,53 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         call = parent_of.get(arg) if isinstance(arg, cst.Arg) else None
         if not isinstance(call, cst.Call):
             return False
-        callee = call.func.value if isinstance(call.func, cst.Attribute) else call.func
-        spelled = dotted_name(callee)
-        return spelled is not None and spelled in self.context.analysis.training.frozen_modules
+        return self._calls_frozen(call)
+
+    def _calls_frozen(self, call: cst.Call) -> bool:
+        """``frozen(x)``, ``frozen.forward(x)``, ``vae.encode(x)`` of a frozen module."""
+        training = self.context.analysis.training
+        spelled = dotted_name(call.func)
+        if spelled is not None and training.is_frozen(spelled):
+            return True
+        owner = dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
+        return owner is not None and training.is_frozen(owner)
+
+    def _reads_are_harmless(self, node: cst.Call, dtypes: frozenset[str]) -> bool:
+        """Is the cast bound to a name whose every later read either goes to a frozen
+        module (LatentSync's ``mel = batch["mel"].to(device, dtype=torch.float16)``, read
+        only by its frozen fp16 SyncNet) or runs under an autocast of the same dtype,
+        where the cast changes nothing the message could ask for?"""
+        tree = self.context.analysis.tree
+        top: cst.CSTNode = node
+        while isinstance(tree.parent(top), cst.Attribute) and isinstance(tree.parent(tree.parent(top)), cst.Call):  # type: ignore[arg-type]
+            top = tree.parent(tree.parent(top))  # type: ignore[arg-type,assignment]
+        assign = tree.parent(top)
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)):
+            return False
+        name = assign.targets[0].target.value
+        scope = tree.scope_of(node)
+        after = self.context.span(assign)[1]
+        reads = [
+            read
+            for read in self.context.analysis.training.occurrences(name)
+            if isinstance(read, cst.Name)
+            and tree.scope_of(read) is scope
+            and self.context.span(read)[0] >= after
+            and not isinstance(tree.parent(read), cst.AssignTarget)
+        ]
+        return bool(reads) and all(self._harmless_read(read, dtypes) for read in reads)
+
+    def _harmless_read(self, read: cst.Name, dtypes: frozenset[str]) -> bool:
+        tree = self.context.analysis.tree
+        block = self.context.analysis.autocast.enclosing(read)
+        if block is not None and not block.disabled and block.use.dtypes == dtypes:
+            return True
+        value: cst.CSTNode = read
+        if isinstance(tree.parent(value), cst.Subscript) and tree.parent(value).value is value:  # type: ignore[union-attr]
+            value = tree.parent(value)  # type: ignore[assignment]  # `frames[:4]`
+        arg = tree.parent(value)
+        call = tree.parent(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and self._calls_frozen(call)
 
     # -- fix ----------------------------------------------------------------------------------
 

@@ -87,6 +87,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     holds the autocast or in its own statement, not in another branch (MONAI's float16
     check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
     (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
+    Also this page's extensions, from evaluation round O: a call that moves a tensor
+    to, or makes one on, an instance attribute its class only ever sets to a CUDA
+    device (`x.to(self.feature_device)`, also through `fd = self.feature_device`) requires
+    CUDA, and so does a call of a method of the same class that requires CUDA itself
+    (axolotl's `compute_loss` calls `self._compute_block_rewards`); a `with` body counts
+    as on the path of the statements around it; (a) is silent when every caller of the
+    function in the file requires CUDA on the call's own path (LatentSync's `validation`,
+    called only from a `main` that sets up DDP on a CUDA device), and in a function
+    that also uses `torch.cuda.amp` (PixArt's `train` opens `torch.cuda.amp.autocast`
+    beside `torch.autocast("cuda")`: its author wrote CUDA-only AMP, which AMP001
+    reports where the target torch deprecates it).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -759,6 +770,60 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 pred = model(batch)
             return pred.to(val_outputs.device)
         """,
+        # axolotl: the loss calls a method that runs a network on a device the class only
+        # ever sets to CUDA, so the step cannot run without CUDA.
+        """
+        import torch
+
+        class StridedTrainer:
+            def __init__(self, model, gpu):
+                if gpu:
+                    self.feature_device = torch.device(f"cuda:{gpu}")
+                else:
+                    self.feature_device = torch.device("cuda:0")
+                self.feature_net = model.to(self.feature_device)
+
+            def compute_loss(self, model, batch):
+                device = next(model.parameters()).device
+                with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                    out = model(batch.to(device))
+                with torch.no_grad():
+                    reward = self._rewards(batch)
+                return (out * reward.to(device)).mean()
+
+            def _rewards(self, batch):
+                fd = self.feature_device
+                return self.feature_net(batch.to(fd))
+        """,
+        # LatentSync: `validation` is called only from a function that requires CUDA.
+        """
+        import torch
+
+        def main(local_rank, model, loader):
+            torch.cuda.set_device(local_rank)
+            device = torch.device(local_rank)
+            for x in loader:
+                validation(loader, device, model)
+
+        @torch.no_grad()
+        def validation(loader, device, model):
+            for x in loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    model(x.to(device))
+        """,
+        # PixArt: the same function's AMP is `torch.cuda.amp` (CUDA-only by its API).
+        """
+        import torch
+
+        def train(model, teacher, loader, accelerator):
+            emb = torch.load("null.pth").to(accelerator.device)
+            for z in loader:
+                with torch.cuda.amp.autocast(enabled=True):
+                    loss = model(z)
+                with torch.no_grad():
+                    with torch.autocast("cuda"):
+                        target = teacher(z, emb)
+        """,
     )
     INVALID = (
         Invalid(
@@ -984,7 +1049,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return  # float32 (no AMP) unless CUDA is there: CUDA-only AMP, on purpose
         if dtype is not None and self.context.analysis.values.dtype_values(dtype) == FLOAT32_ONLY:
             return  # a float32 region ("mmpose is not compatible with fp16"): no AMP to lose
-        if not devices.has_variable(node) or devices.in_device_condition(node) or devices.requires_cuda(node, on_its_path=True):
+        if (
+            not devices.has_variable(node)
+            or devices.in_device_condition(node)
+            or devices.requires_cuda(node, on_its_path=True)
+            or devices.callers_require_cuda(node, on_its_path=True)
+            or self._scope_uses_cuda_amp(node)
+        ):
             return
         if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):
             return
@@ -1002,6 +1073,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if variable is not None:
             fix = self._runtime_fix(device, f"amplint.runtime.device_type({variable})", Applicability.UNSAFE)
         self.report(device, message, fix=fix)
+
+    def _scope_uses_cuda_amp(self, node: cst.CSTNode) -> bool:
+        """Does the same function also use ``torch.cuda.amp`` (PixArt's ``train`` opens
+        ``torch.cuda.amp.autocast(...)`` beside ``torch.autocast("cuda")``)? Its author
+        wrote CUDA-only AMP throughout; that API is AMP001's to report, and one literal
+        among them is no device choice of its own."""
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(node)
+        return any(
+            tree.scope_of(call) is scope and (self.qualified_name(call.func) or "").startswith("torch.cuda.amp.")
+            for call in tree.index.calls
+        )
 
     def _scaling_matters_only_on_cuda(self, construction: cst.Call) -> bool:
         """Does every autocast the scaler serves choose between CUDA and devices whose
