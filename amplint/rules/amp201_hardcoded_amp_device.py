@@ -116,11 +116,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     weights in host memory and chooses no device).
 
     Not flagged, anything in test modules (`test_*.py`, `*_test.py`, files under `tests/`
-    or `test/`), which pick their device on purpose, as for AMP101-AMP105; an autocast or
-    GradScaler whose `enabled=` already tests the device type
+    or `test/`), which pick their device on purpose, as for AMP101-AMP105; and, for (a), an
+    autocast or GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
     a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
-    `False` (a region that turns CUDA autocast off), or whose `dtype=` is float32 (a region
+    `False` (a region that turns CUDA autocast off; (b) still fires on a disabled region
+    whose device test picks CPU for MPS, since that region then fails to turn MPS
+    autocast off), or whose `dtype=` is float32 (a region
     forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16"; a
     decision of this page, RULES.md has no float32 case);
     one whose `enabled=` or `dtype=` a

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import libcst as cst
 
@@ -75,7 +76,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     Not flagged: float16-only blocks, code with any autocast block whose dtype is not
     statically known, `enabled=False`, a scaler built under a condition that names
     float16 itself or through the flag it tests (`self.do_grad_scaling = self.amp_dtype ==
-    torch.float16`, the HF Trainer), bfloat16 weights cast for evaluation (under
+    torch.float16`, the HF Trainer), a scaler built under a flag named for bfloat16 when
+    every autocast that flag enables in the file is float16 (V-JEPA's evals open
+    `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the name lies, the scaler is
+    right; a decision of this page), bfloat16 weights cast for evaluation (under
     `no_grad` or in a function named for evaluation), and scalers that reach the
     autocast's code some other way (passed as an argument; amplint cannot see how they
     meet).
@@ -111,7 +115,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     when the dtype is bfloat16 only; a disabled scaler's `scale`, `step`, `unscale_` and
     `update` are pass-throughs, so the training loop runs unchanged, and scaling stays on
     wherever the dtype really is float16. No fix when the dtype expression is not a name
-    visible at the construction, nor for a scaler built only on a bfloat16 path (which
+    bound on every path to the construction (Person_reID binds it only under `if fp16:
+    ... elif bf16: ...`, with no `else`: the new `enabled=` would raise NameError on a
+    float32 run), nor for a scaler built only on a bfloat16 path (which
     path should build it is the author's call). For bfloat16 weights the fix sets
     `enabled=False`: the unscale that would raise becomes a pass-through.
     """
@@ -270,8 +276,49 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 with torch.autocast('cuda', dtype=dt):
                     pass
         """,
+        # V-JEPA's evals: a flag named for bfloat16 turns on a float16 autocast, and the
+        # scaler built under it is what that float16 needs.
+        """
+        import torch
+
+        def init_opt(model, use_bfloat16=False):
+            scaler = torch.amp.GradScaler("cuda") if use_bfloat16 else None
+            return torch.optim.AdamW(model.parameters()), scaler
+
+        def run_one_epoch(model, optimizer, scaler, loader, use_bfloat16):
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.float16, enabled=use_bfloat16):
+                    loss = model(x, y)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """,
     )
     INVALID = (
+        # Person_reID: the dtype is bound only under `if fp16: ... elif bf16: ...`, so
+        # `enabled=dtype16 == torch.float16` would raise NameError on a float32 run: no fix.
+        Invalid(
+            """
+            import torch
+
+            if opt.fp16:
+                dtype16 = torch.float16
+            elif opt.bf16:
+                dtype16 = torch.bfloat16
+
+            def train(model, x, optimizer, scaler):
+                with torch.autocast("cuda", dtype=dtype16):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+
+            scaler = torch.amp.GradScaler("cuda")
+            train(model, x, optimizer, scaler)
+            """,
+            fixed=None,
+            line=15, column=10, message="autocast may run in bfloat16",
+        ),
         # Built in one function and handed to the training loop that runs bfloat16
         # (Bert-VITS2's `run` → `train_and_evaluate`, icefall's recipes).
         Invalid(
@@ -472,7 +519,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             test, holds = condition
             if self._names_float16(test):
                 return  # built for float16 (or a condition that names it): the author's choice
-            if _selects_bfloat16(test) is holds:
+            if _selects_bfloat16(test) is holds and not self._flag_enables_float16(test):
                 self.report(
                     node,
                     f"GradScaler is built only when bfloat16 is selected (`{self.context.module.code_for_node(test)}`), "
@@ -703,7 +750,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if use.dtypes == frozenset({"bfloat16"}):
             condition = "False"
         else:
-            if not isinstance(use.dtype_expr, cst.Name) or not self.context.analysis.bindings.assigned_before(use.dtype_expr, node):
+            if not isinstance(use.dtype_expr, cst.Name) or not self._bound_on_every_path(use.dtype_expr, node):
                 return None
             torch = self.context.analysis.bindings.module_binding("torch", at=node)
             if torch is None:
@@ -714,6 +761,77 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             else:
                 condition = f"({source_of(self.context, enabled)} and {test})"
         return self._enabled_fix(node, enabled, condition)
+
+    def _flag_enables_float16(self, test: cst.BaseExpression) -> bool:
+        """Does the flag named like bfloat16 turn on only float16 autocasts in this file?
+        V-JEPA's evals build the scaler `if use_bfloat16` and open
+        `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the flag means "AMP on",
+        and the scaler is exactly what its float16 needs."""
+        flag = last_name(test)
+        if flag is None:
+            return False
+        gated = [
+            block.use
+            for block in self.context.analysis.autocast.blocks
+            if block.use.enabled_expr is not None and last_name(block.use.enabled_expr) == flag
+        ]
+        return bool(gated) and all(use.dtypes == frozenset({"float16"}) for use in gated)
+
+    def _bound_on_every_path(self, name: cst.Name, at: cst.CSTNode) -> bool:
+        """Is ``name`` (the autocast's dtype) bound before ``at`` whichever way the code runs?
+        Person_reID binds ``dtype16`` only under ``if fp16: ... elif bf16: ...``: an
+        ``enabled=dtype16 == torch.float16`` there raises NameError on a float32 run."""
+        analysis = self.context.analysis
+        if not analysis.bindings.assigned_before(name, at):
+            return False
+        at_scope = analysis.tree.scope_of(at)
+        bindings = [
+            binding
+            for binding in analysis.bindings.assignments(at, name.value)
+            if analysis.tree.scope_of(binding.node) is at_scope
+        ]
+        return any(self._reaches(binding.node, at, bindings) for binding in bindings)
+
+    def _reaches(self, target: cst.CSTNode, at: cst.CSTNode, bindings: list[Any]) -> bool:
+        """Does the statement binding ``target`` run on every path to ``at``: it is in a block
+        that holds ``at`` (a `with` body counts as its statement's block), or in one branch of
+        an if/elif/else chain, ending in `else`, whose every branch binds the name too?"""
+        tree = self.context.analysis.tree
+        node: cst.CSTNode | None = tree.statement_of(target)
+        while node is not None:
+            block = tree.parent(node)
+            if isinstance(block, cst.Module) or (isinstance(block, cst.IndentedBlock) and not isinstance(tree.parent(block), cst.With)):
+                if tree.within(at, block):
+                    return True
+                owner = tree.parent(block)
+                if not isinstance(owner, (cst.If, cst.Else)):
+                    return False
+                chain = self._if_chain(owner)
+                if chain is None or not all(any(tree.within(b.node, body) for b in bindings) for body in chain[1]):
+                    return False
+                node = chain[0]
+            else:
+                node = block
+        return False
+
+    def _if_chain(self, branch: cst.If | cst.Else) -> tuple[cst.If, list[cst.BaseSuite]] | None:
+        """The first ``if`` of the chain ``branch`` belongs to, and each branch's body, when
+        the chain ends in ``else``; None otherwise."""
+        tree = self.context.analysis.tree
+        top: cst.CSTNode = branch
+        while isinstance(tree.parent(top), cst.If) and tree.parent(top).orelse is top:  # type: ignore[union-attr]
+            top = tree.parent(top)  # type: ignore[assignment]
+        if not isinstance(top, cst.If):
+            return None
+        bodies: list[cst.BaseSuite] = []
+        current: cst.If | cst.Else | None = top
+        while isinstance(current, cst.If):
+            bodies.append(current.body)
+            current = current.orelse
+        if current is None:
+            return None
+        bodies.append(current.body)
+        return top, bodies
 
     def _enabled_fix(self, node: cst.Call, enabled: cst.BaseExpression | None, condition: str) -> Fix | None:
         """``enabled=`` set to ``condition``: the old value replaced, or the keyword added after
