@@ -207,10 +207,21 @@ class TrainingAnalysis:
         ``requires_grad_(False)`` makes it (seed-vc's half-precision wav2vec feature
         extractor). Any other use (passed on, returned, its parameters read) may train it."""
         if spelled not in self._without_grad_cache:
-            self._without_grad_cache[spelled] = self._only_without_grad(self.occurrences(spelled))
+            self._without_grad_cache[spelled] = self._only_without_grad(spelled, self.occurrences(spelled))
         return self._without_grad_cache[spelled]
 
-    def _only_without_grad(self, occurrences: list[cst.BaseExpression]) -> bool:
+    def _in_surgery(self, occurrence: cst.CSTNode, spelled: str) -> bool:
+        """Is ``occurrence`` part of an assignment that only rewires the module's own parts
+        (seed-vc: ``m.encoder.layers = m.encoder.layers[:n]``)?"""
+        statement = self.tree.statement_of(occurrence)
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        assign = statement.body[0]
+        return isinstance(assign, cst.Assign) and all(
+            (dotted_name(target.target) or "").startswith(spelled + ".") for target in assign.targets
+        )
+
+    def _only_without_grad(self, spelled: str, occurrences: list[cst.BaseExpression]) -> bool:
         called = False
         for occurrence in occurrences:
             parent = self.tree.parent(occurrence)
@@ -219,6 +230,8 @@ class TrainingAnalysis:
             if isinstance(parent, cst.Attribute) and parent.value is occurrence:
                 call = self.tree.parent(parent)
                 if not (isinstance(call, cst.Call) and call.func is parent):
+                    if self._in_surgery(occurrence, spelled):
+                        continue
                     return False
                 if parent.attr.value in _NO_GRADIENT_METHODS:
                     continue

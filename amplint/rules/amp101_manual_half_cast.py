@@ -76,8 +76,8 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     training, where inputs must be cast to the base model's compute dtype and only
     adapters train), and functions named for a precision (`convert_module_to_f16`).
     Beyond RULES.md, also from real code (evaluation round O): a module only ever run
-    under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast or
-    put in eval mode counts as frozen (seed-vc's half-precision wav2vec feature
+    under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast,
+    put in eval mode or rewired (`m.encoder.layers = m.encoder.layers[:n]`) counts as frozen (seed-vc's half-precision wav2vec feature
     extractor: no gradient reaches it); and an input cast bound to a name is not flagged
     when every later read of that name goes to a frozen module (LatentSync's `mel`, read
     only by its frozen fp16 SyncNet) or runs under an autocast of the cast's own dtype,
@@ -290,6 +290,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         class Trainer:
             def __init__(self, device):
                 self.wav2vec_model = Wav2Vec2Model.from_pretrained(name).to(device)
+                self.wav2vec_model.encoder.layers = self.wav2vec_model.encoder.layers[:8]
                 self.wav2vec_model = self.wav2vec_model.eval()
                 self.wav2vec_model = self.wav2vec_model.half()
 
