@@ -27,7 +27,7 @@ import libcst as cst
 from libcst.metadata import Assignment, BaseAssignment, ImportAssignment, Scope, ScopeProvider
 
 from amplint.analysis.syntax import dotted_name
-from amplint.analysis.tree import Tree
+from amplint.analysis.tree import Tree, if_chain
 from amplint.engine.context import SourceContext
 
 
@@ -160,6 +160,37 @@ class Bindings:
         assignments = [binding for binding in scope[name.value] if isinstance(binding, Assignment)]
         start = self.source.span(at)[0]
         return bool(assignments) and all(self.source.span(binding.node)[0] < start for binding in assignments)
+
+    def bound_on_every_path(self, name: cst.Name, at: cst.CSTNode) -> bool:
+        """Is ``name`` bound before ``at`` whichever way the code runs? Every binding comes
+        first (``assigned_before``), and one of them, in ``at``'s own function or module,
+        runs whenever ``at`` does: in a block that also holds ``at`` (`with` bodies count),
+        or in one link of an if/elif/else chain, ending in `else`, whose every link binds
+        the name (Person_reID binds its dtype only under ``if fp16: ... elif bf16: ...``)."""
+        if not self.assigned_before(name, at):
+            return False
+        scope = self.tree.scope_of(at)
+        bindings = [binding for binding in self.assignments(at, name.value) if self.tree.scope_of(binding.node) is scope]
+        return any(self._reaches(binding.node, at, bindings) for binding in bindings)
+
+    def _reaches(self, target: cst.CSTNode, at: cst.CSTNode, bindings: list[Assignment]) -> bool:
+        node: cst.CSTNode | None = self.tree.statement_of(target)
+        while node is not None:
+            block = self.tree.running_block(node)
+            if block is None:
+                return False
+            if self.tree.within(at, block):
+                return True
+            owner = self.tree.parent(block)
+            head = self.tree.if_chain_head(owner) if isinstance(owner, (cst.If, cst.Else)) else None
+            if head is None:
+                return False
+            links, final = if_chain(head)
+            branches: list[cst.If | cst.Else] = [*links, final] if final is not None else []
+            if not branches or not all(any(self.tree.within(b.node, branch.body) for b in bindings) for branch in branches):
+                return False
+            node = head
+        return False
 
     def assigned_targets(self, is_value: Callable[[cst.BaseExpression], bool]) -> frozenset[str]:
         """Dotted targets (``scaler``, ``self.scaler``) of assignment statements whose value

@@ -37,7 +37,7 @@ from amplint.analysis.torch_api import (
     GRAD_SCALERS,
     MODERN_CUSTOM_AUTOGRAD,
 )
-from amplint.analysis.tree import ScopeNode, Tree
+from amplint.analysis.tree import ScopeNode, Tree, if_chain
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -619,7 +619,7 @@ class DeviceAnalysis:
     def _exits_without_device(self, statement: cst.If) -> bool:
         """``if ...: ... elif torch.cuda.is_available(): ... else: sys.exit(1)``: a chain
         that tests the device on some branch and leaves on the last (DINO's setup)."""
-        links, final = _chain(statement)
+        links, final = if_chain(statement)
         return final is not None and _leaves(final.body) and any(self.is_device_test(link.test) for link in links)
 
     def requires_cuda(self, node: cst.CSTNode, *, on_its_path: bool = False) -> bool:
@@ -698,13 +698,11 @@ class DeviceAnalysis:
 
     def _own_method_called(self, call: cst.Call) -> cst.FunctionDef | None:
         """The method ``self.m(...)`` calls, when ``m`` is defined in the caller's class."""
-        func = call.func
-        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+        cls = self._self_call_class(call)
+        if cls is None:
             return None
-        found = self.classes.method_of(call)
-        if found is None or self.classes.self_name(found[1]) != func.value.value:
-            return None
-        return next((m for m in self.classes.methods(found[0]) if m.name.value == func.attr.value), None)
+        name = call.func.attr.value  # type: ignore[attr-defined]
+        return next((method for method in self.classes.methods(cls) if method.name.value == name), None)
 
     def callers_require_cuda(self, node: cst.CSTNode, *, on_its_path: bool = False) -> bool:
         """Is the function running ``node`` called in this file, and only from functions
@@ -730,15 +728,20 @@ class DeviceAnalysis:
         if isinstance(func, cst.Name):
             return func.value == function.name.value
         owner = self.tree.class_of(function)
-        if owner is None or not isinstance(func, cst.Attribute) or func.attr.value != function.name.value:
-            return False
-        found = self.classes.method_of(call)
         return (
-            found is not None
-            and found[0] is owner
-            and isinstance(func.value, cst.Name)
-            and func.value.value == self.classes.self_name(found[1])
+            owner is not None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == function.name.value
+            and self._self_call_class(call) is owner
         )
+
+    def _self_call_class(self, call: cst.Call) -> cst.ClassDef | None:
+        """For ``self.m(...)`` in a method (``self`` being that method's own), its class."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        found = self.classes.method_of(call)
+        return found[0] if found is not None and self.classes.self_name(found[1]) == func.value.value else None
 
     def _spawned_per_cuda_device(self, function: cst.FunctionDef) -> bool:
         """``torch.multiprocessing.spawn(main_worker, nprocs=torch.cuda.device_count())``:
@@ -769,15 +772,7 @@ class DeviceAnalysis:
     def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
         if statement is not None and self.tree.within(call, statement):
             return True
-        # A `with` body runs whenever the `with` statement does (`with torch.no_grad():`).
-        block = next(
-            (
-                a
-                for a in self.tree.ancestors(call)
-                if isinstance(a, cst.Module) or (isinstance(a, cst.IndentedBlock) and not isinstance(self.tree.parent(a), cst.With))
-            ),
-            None,
-        )
+        block = self.tree.running_block(call)
         return block is not None and self.tree.within(node, block)
 
     def _is_cuda(self, expr: cst.BaseExpression) -> bool:
@@ -809,7 +804,7 @@ class DeviceAnalysis:
         if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(small, cst.Assert) for small in statement.body):
             return False
         if isinstance(statement, cst.If) and self.tree.within(test, statement.test):
-            links, final = _chain(statement)
+            links, final = if_chain(statement)
             return not (final is None and len(links) == 1 and _leaves(statement.body))
         return True
 
@@ -860,15 +855,6 @@ class DeviceAnalysis:
                     if isinstance(small, cst.Assert) and self.is_device_test(small.test):
                         return True
         return False
-
-
-def _chain(statement: cst.If) -> tuple[list[cst.If], cst.Else | None]:
-    """The ``if`` and ``elif`` links of a chain, and its final ``else``."""
-    links = [statement]
-    while isinstance(links[-1].orelse, cst.If):
-        links.append(links[-1].orelse)
-    final = links[-1].orelse
-    return links, final if isinstance(final, cst.Else) else None
 
 
 def _is_tensor_device(variable: DeviceVariable, tensors: set[str]) -> bool:

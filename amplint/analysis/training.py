@@ -207,7 +207,7 @@ class TrainingAnalysis:
         ``requires_grad_(False)`` makes it (seed-vc's half-precision wav2vec feature
         extractor). Any other use (passed on, returned, its parameters read) may train it."""
         if spelled not in self._without_grad_cache:
-            self._without_grad_cache[spelled] = self._only_without_grad(spelled, self.occurrences(spelled))
+            self._without_grad_cache[spelled] = self._only_without_grad(spelled)
         return self._without_grad_cache[spelled]
 
     def _in_surgery(self, occurrence: cst.CSTNode, spelled: str) -> bool:
@@ -221,9 +221,9 @@ class TrainingAnalysis:
             (dotted_name(target.target) or "").startswith(spelled + ".") for target in assign.targets
         )
 
-    def _only_without_grad(self, spelled: str, occurrences: list[cst.BaseExpression]) -> bool:
+    def _only_without_grad(self, spelled: str) -> bool:
         called = False
-        for occurrence in occurrences:
+        for occurrence in self.occurrences(spelled):
             parent = self.tree.parent(occurrence)
             if isinstance(parent, cst.AssignTarget):
                 continue

@@ -142,6 +142,27 @@ class Tree:
             current = self.parents.get(current)
         return current
 
+    def running_block(self, node: cst.CSTNode) -> cst.Module | cst.IndentedBlock | None:
+        """The block (or module) whose statements run whenever ``node``'s statement does:
+        the nearest one holding ``node``, a `with` body counting as part of the block
+        around its `with` (``with torch.no_grad():`` runs its body unconditionally)."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.Module):
+                return ancestor
+            if isinstance(ancestor, cst.IndentedBlock) and not isinstance(self.parents.get(ancestor), cst.With):
+                return ancestor
+        return None
+
+    def if_chain_head(self, branch: cst.If | cst.Else) -> cst.If | None:
+        """The first ``if`` of the if/elif/else chain that ``branch`` is a link of."""
+        top: cst.CSTNode = branch
+        while True:
+            parent = self.parents.get(top)
+            if not (isinstance(parent, cst.If) and parent.orelse is top):
+                break
+            top = parent
+        return top if isinstance(top, cst.If) else None
+
     def statement_list(self, statement: cst.CSTNode) -> tuple[Sequence[cst.BaseStatement], int] | None:
         """The statements of the block (or module) that holds ``statement``, and its index."""
         parent = self.parents.get(statement)
@@ -162,3 +183,12 @@ class Tree:
             (scope.body if isinstance(scope, cst.FunctionDef) else scope).visit(collector)
             cached = self._statements[scope] = collector.found
         return cached
+
+
+def if_chain(statement: cst.If) -> tuple[list[cst.If], cst.Else | None]:
+    """The ``if`` and ``elif`` links of a chain, and its final ``else``."""
+    links = [statement]
+    while isinstance(links[-1].orelse, cst.If):
+        links.append(links[-1].orelse)
+    final = links[-1].orelse
+    return links, final if isinstance(final, cst.Else) else None

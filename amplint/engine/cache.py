@@ -62,8 +62,6 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-
-
 def _package_fingerprint() -> str:
     """Size and mtime of every module of amplint as installed: a changed rule changes it."""
     root = Path(amplint.__file__).parent

@@ -70,7 +70,6 @@ class _Ignorer:
         plain = set() if any(pattern.startswith("!") for pattern in patterns) else {p for p in patterns if _PLAIN_NAME.fullmatch(p)}
         self.excluded_names = frozenset(plain)
         self.exclude = _spec([pattern for pattern in patterns if pattern not in plain])
-        self._patterns = bool(self.exclude.patterns)
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._chains: dict[str, list[str]] = {}
@@ -100,7 +99,7 @@ class _Ignorer:
             return True
         candidates = [relative] if relative is not None else []
         candidates.append(basename)  # basename patterns apply wherever the tree is
-        if self._patterns and any(self.exclude.match_file(candidate + suffix) for candidate in candidates):
+        if self.exclude.patterns and any(self.exclude.match_file(candidate + suffix) for candidate in candidates):
             return True
         if not self.respect_gitignore:
             return False
@@ -201,22 +200,23 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
             result.errors.append(f"{raw}: no such file or directory")
             continue
         absolute = path.absolute()
+        spelled = absolute.as_posix()
         # A directory's own configuration decides about it; a file's, its directory's.
         home = absolute if path.is_dir() else absolute.parent
         parent_settings = walker.settings_for(home)
         ignorer = walker.ignorer(home.as_posix())
         found: Iterator[tuple[str, str]]
         if path.is_dir():
-            if ignorer.excluded(absolute.as_posix(), is_dir=True):
+            if ignorer.excluded(spelled, is_dir=True):
                 if parent_settings.force_exclude:
                     continue
-                found = walker.walk(str(path), absolute.as_posix(), absolute.as_posix())
+                found = walker.walk(str(path), spelled, spelled)
             else:
-                found = walker.walk(str(path), absolute.as_posix(), None)
+                found = walker.walk(str(path), spelled, None)
         else:
-            if parent_settings.force_exclude and ignorer.excluded(absolute.as_posix(), is_dir=False):
+            if parent_settings.force_exclude and ignorer.excluded(spelled, is_dir=False):
                 continue
-            found = iter([(str(path), absolute.as_posix())])
+            found = iter([(str(path), spelled)])
         for file, key in found:
             if key not in seen:
                 seen.add(key)

@@ -77,8 +77,9 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     adapters train), and functions named for a precision (`convert_module_to_f16`).
     Beyond RULES.md, also from real code (evaluation round O): a module only ever run
     under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast,
-    put in eval mode or rewired (`m.encoder.layers = m.encoder.layers[:n]`) counts as frozen (seed-vc's half-precision wav2vec feature
-    extractor: no gradient reaches it); and an input cast bound to a name is not flagged
+    put in eval mode or rewired (`m.encoder.layers = m.encoder.layers[:n]`) counts as
+    frozen (seed-vc's half-precision wav2vec feature extractor: no gradient reaches it);
+    and an input cast bound to a name is not flagged
     when every later read of that name goes to a frozen module (LatentSync's `mel`, read
     only by its frozen fp16 SyncNet) or runs under an autocast of the cast's own dtype,
     where the cast changes nothing the message could ask for.
@@ -542,9 +543,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         tree = self.context.analysis.tree
         if self._is_model(receiver):
             return "model"
-        top: cst.CSTNode = node  # the end of a method chain the cast is part of
-        while isinstance(tree.parent(top), cst.Attribute) and isinstance(tree.parent(tree.parent(top)), cst.Call):  # type: ignore[arg-type]
-            top = tree.parent(tree.parent(top))  # type: ignore[arg-type,assignment]
+        top = self._chain_end(node)
         parent = tree.parent(top)
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.value is top:
             target = parent.targets[0].target
@@ -557,6 +556,14 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             if isinstance(call, cst.Call) and call.func is not node and self._is_model_call(call):
                 return "input"
         return None
+
+    def _chain_end(self, node: cst.Call) -> cst.CSTNode:
+        """The end of the method chain the cast is part of (``x.half().cuda()`` for ``x.half()``)."""
+        tree = self.context.analysis.tree
+        top: cst.CSTNode = node
+        while isinstance(tree.parent(top), cst.Attribute) and isinstance(tree.parent(tree.parent(top)), cst.Call):  # type: ignore[arg-type]
+            top = tree.parent(tree.parent(top))  # type: ignore[arg-type,assignment]
+        return top
 
     def _is_model(self, expr: cst.BaseExpression) -> bool:
         spelled = dotted_name(expr)
@@ -712,10 +719,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         only by its frozen fp16 SyncNet) or runs under an autocast of the same dtype,
         where the cast changes nothing the message could ask for?"""
         tree = self.context.analysis.tree
-        top: cst.CSTNode = node
-        while isinstance(tree.parent(top), cst.Attribute) and isinstance(tree.parent(tree.parent(top)), cst.Call):  # type: ignore[arg-type]
-            top = tree.parent(tree.parent(top))  # type: ignore[arg-type,assignment]
-        assign = tree.parent(top)
+        assign = tree.parent(self._chain_end(node))
         if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)):
             return False
         name = assign.targets[0].target.value

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 import libcst as cst
 
@@ -27,6 +26,7 @@ from amplint.rules.base import AnalysisRule, Invalid
 
 FLOAT16_WORDS = frozenset({"float16", "half", "fp16"})
 BFLOAT16 = frozenset({"bfloat16"})
+FLOAT16 = frozenset({"float16"})
 CUDA_ONLY = frozenset({"cuda"})
 # Values that name bfloat16 in a comparison: `precision == "bf16"`, `dtype is torch.bfloat16`.
 BFLOAT16_SPELLINGS = frozenset({"bf16", "bfloat16", "torch.bfloat16"})
@@ -750,7 +750,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if use.dtypes == frozenset({"bfloat16"}):
             condition = "False"
         else:
-            if not isinstance(use.dtype_expr, cst.Name) or not self._bound_on_every_path(use.dtype_expr, node):
+            if not isinstance(use.dtype_expr, cst.Name) or not self.context.analysis.bindings.bound_on_every_path(use.dtype_expr, node):
                 return None
             torch = self.context.analysis.bindings.module_binding("torch", at=node)
             if torch is None:
@@ -775,63 +775,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             for block in self.context.analysis.autocast.blocks
             if block.use.enabled_expr is not None and last_name(block.use.enabled_expr) == flag
         ]
-        return bool(gated) and all(use.dtypes == frozenset({"float16"}) for use in gated)
-
-    def _bound_on_every_path(self, name: cst.Name, at: cst.CSTNode) -> bool:
-        """Is ``name`` (the autocast's dtype) bound before ``at`` whichever way the code runs?
-        Person_reID binds ``dtype16`` only under ``if fp16: ... elif bf16: ...``: an
-        ``enabled=dtype16 == torch.float16`` there raises NameError on a float32 run."""
-        analysis = self.context.analysis
-        if not analysis.bindings.assigned_before(name, at):
-            return False
-        at_scope = analysis.tree.scope_of(at)
-        bindings = [
-            binding
-            for binding in analysis.bindings.assignments(at, name.value)
-            if analysis.tree.scope_of(binding.node) is at_scope
-        ]
-        return any(self._reaches(binding.node, at, bindings) for binding in bindings)
-
-    def _reaches(self, target: cst.CSTNode, at: cst.CSTNode, bindings: list[Any]) -> bool:
-        """Does the statement binding ``target`` run on every path to ``at``: it is in a block
-        that holds ``at`` (a `with` body counts as its statement's block), or in one branch of
-        an if/elif/else chain, ending in `else`, whose every branch binds the name too?"""
-        tree = self.context.analysis.tree
-        node: cst.CSTNode | None = tree.statement_of(target)
-        while node is not None:
-            block = tree.parent(node)
-            if isinstance(block, cst.Module) or (isinstance(block, cst.IndentedBlock) and not isinstance(tree.parent(block), cst.With)):
-                if tree.within(at, block):
-                    return True
-                owner = tree.parent(block)
-                if not isinstance(owner, (cst.If, cst.Else)):
-                    return False
-                chain = self._if_chain(owner)
-                if chain is None or not all(any(tree.within(b.node, body) for b in bindings) for body in chain[1]):
-                    return False
-                node = chain[0]
-            else:
-                node = block
-        return False
-
-    def _if_chain(self, branch: cst.If | cst.Else) -> tuple[cst.If, list[cst.BaseSuite]] | None:
-        """The first ``if`` of the chain ``branch`` belongs to, and each branch's body, when
-        the chain ends in ``else``; None otherwise."""
-        tree = self.context.analysis.tree
-        top: cst.CSTNode = branch
-        while isinstance(tree.parent(top), cst.If) and tree.parent(top).orelse is top:  # type: ignore[union-attr]
-            top = tree.parent(top)  # type: ignore[assignment]
-        if not isinstance(top, cst.If):
-            return None
-        bodies: list[cst.BaseSuite] = []
-        current: cst.If | cst.Else | None = top
-        while isinstance(current, cst.If):
-            bodies.append(current.body)
-            current = current.orelse
-        if current is None:
-            return None
-        bodies.append(current.body)
-        return top, bodies
+        return bool(gated) and all(use.dtypes == FLOAT16 for use in gated)
 
     def _enabled_fix(self, node: cst.Call, enabled: cst.BaseExpression | None, condition: str) -> Fix | None:
         """``enabled=`` set to ``condition``: the old value replaced, or the keyword added after
