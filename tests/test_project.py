@@ -19,6 +19,7 @@ from amplint.diagnostics import Applicability
 from amplint.engine.project import (
     declared_requirements,
     lowest_admitted,
+    ngc_torch,
     parse_torch_version,
     project_facts,
 )
@@ -369,6 +370,23 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "pip install torchvision==0.9.0 pytorch-lightning==1.5 torch_scatter==2.0\n"}, None),
         ({"README.md": "Built on torchvision 0.9, torch.compile and torch.cuda.amp.\n"}, None),
         ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n", "docs/README.md": "torch 1.6\n"}, None),
+        # bevfusion's README: a Markdown link and an escaped `<` between the name and the version.
+        ({"README.md": "- [PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \\<= 1.10.2\n"}, (1, 9)),
+        # unidiffuser's README names the release as pip's file names do.
+        ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
+        ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),
+        # Container images: PyTorch's own (the exact release), NVIDIA's NGC by year and month
+        # (the torch before the prerelease it ships: 21.11 has 1.11.0a0). MONAI DiNTS's README
+        # shows its Dockerfile; FourCastNet's is docker/Dockerfile.
+        ({"README.md": "```\nFROM nvcr.io/nvidian/pytorch:20.03-py3\n```\n"}, (1, 4)),
+        ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\nRUN pip install h5py\n"}, (1, 9)),
+        ({"Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, (1, 13)),
+        ({"Dockerfile.train": "FROM ubuntu:22.04\nRUN pip install torch==2.0.1\n"}, (2, 0)),
+        # A recent NGC release holds at least 2.4; a build file's comments are not prose; a
+        # Dockerfile elsewhere than the folder or its docker/ is not read.
+        ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:25.01-py3\n"}, (2, 4)),
+        ({"Dockerfile": "FROM pytorch/pytorch:latest\n# tested with PyTorch 1.6\n"}, None),
+        ({"tools/Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, None),
     ],
 )
 def test_a_readme_or_install_document_declares_torch_where_no_file_does(
@@ -436,3 +454,63 @@ def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) ->
     assert _codes(root, root / "train.py") == []  # torch 1.13 has no torch.amp.autocast deprecation
     (root / "ImageBind" / "requirements.txt").write_text("torch==2.4.0\n", encoding="utf-8")
     assert _codes(root, root / "train.py") == ["AMP001"]
+
+
+@pytest.mark.parametrize(
+    ("files", "target"),
+    [
+        # MONAI SwinMM pins only torchvision, which installs exactly one torch.
+        ({"requirements.txt": "monai==1.2.0\ntorchvision==0.15.2\n"}, (2, 0)),
+        ({"requirements.txt": "torchvision>=0.13\n"}, (1, 12)),
+        ({"requirements.txt": "torchvision==0.9.1\n"}, (1, 8)),
+        ({"requirements.txt": "torchaudio==0.12.1\n"}, (1, 12)),
+        ({"requirements.txt": "torchaudio>=2.1\n"}, (2, 1)),
+        ({"environment.yml": "dependencies:\n  - torchvision=0.14.1\n"}, (1, 13)),
+        # torch's own bound wins; a companion with no lower bound says nothing.
+        ({"requirements.txt": "torch>=2.4\ntorchvision==0.15.2\n"}, (2, 4)),
+        ({"requirements.txt": "torch\ntorchvision==0.15.2\n"}, (2, 0)),
+        ({"requirements.txt": "torchvision\ntorchaudio<2\n"}, None),
+        ({"requirements.txt": "torchvision==0.2.2\n"}, None),
+        # equiformer's conda environments live in env/ (its docs say `conda env create -f env/...`).
+        ({"env/env_equiformer.yml": "name: equiformer\ndependencies:\n  - pytorch=1.10.2=py3.9_cuda11.3\n"}, (1, 10)),
+        ({"conda/environment.yaml": "dependencies:\n  - pytorch>=1.13\n"}, (1, 13)),
+        ({"configs/env.yml": "dependencies:\n  - pytorch=1.10.2\n"}, None),
+    ],
+)
+def test_companion_pins_and_environment_folders_declare_torch(
+    tmp_path: Path, files: dict[str, str], target: tuple[int, int] | None
+) -> None:
+    root = _project(tmp_path, {**files, "train.py": ""})
+    assert project_facts(root, file=root / "train.py").target_torch == target
+
+
+def test_the_cache_follows_an_environment_folder_and_a_docker_folder(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.amplint]\n",
+            "train.py": OLD_AUTOCAST,
+            "env/env.yml": "dependencies:\n  - pytorch=2.5.1\n",
+            "docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:22.10-py3\n",
+        },
+    )
+    assert _codes(root, root / "train.py") == ["AMP001"]  # the environment file bounds torch
+    _project(root, {"env/env.yml": "dependencies:\n  - pytorch=1.13.1\n"})
+    assert _codes(root, root / "train.py") == []
+    _project(root, {"env/env.yml": "dependencies:\n  - numpy\n"})
+    assert _codes(root, root / "train.py") == []  # now the container: 22.10 has a 1.13 prerelease
+    _project(root, {"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:25.10-py3\n"})
+    assert _codes(root, root / "train.py") == ["AMP001"]
+
+
+def test_ngc_releases_read_as_a_torch_they_contain() -> None:
+    # NVIDIA's release notes: 20.03 ships torch 1.5.0a0, 21.11 ships 1.11.0a0, 22.12 ships
+    # 1.14.0a0 (2.0's prerelease). Torch 2.4 was released in July 2024: no container before
+    # it can be said to hold it.
+    for (year, month), prerelease in (((20, 3), (1, 5)), ((21, 11), (1, 11)), ((22, 12), (2, 0)), ((24, 7), (2, 4))):
+        held = ngc_torch(year, month)
+        assert held is not None and held < prerelease
+    assert ngc_torch(17, 1) is None
+    releases = [(year, month) for year in range(18, 27) for month in range(1, 13)]
+    known = [torch for torch in map(lambda release: ngc_torch(*release), releases) if torch is not None]
+    assert known == sorted(known) and len(known) > 80  # never older for a later release

@@ -42,13 +42,17 @@ TorchVersion = tuple[int, int]
 
 _REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
 # A conda environment may have any name (`se3.yml`); a YAML file is read as one only when
-# it has a top-level `dependencies:` list.
-_CONDA_FILES = ("*.yml", "*.yaml")
+# it has a top-level `dependencies:` list. Projects also keep them in a folder of their own
+# (equiformer_v2's `env/env_equiformer_v2.yml` pins `pytorch=1.13.1`).
+_CONDA_FOLDERS = ("env", "envs", "environment", "environments", "conda")
+_CONDA_FILES = tuple(
+    f"{folder}{name}" for folder in ("", *(f"{place}/" for place in _CONDA_FOLDERS)) for name in ("*.yml", "*.yaml")
+)
 # Every file name a folder's declarations may come from (the cache watches them).
 DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES, "cog.yaml")
 # `- pytorch=2.0.0` / `- torch==2.0.0` / `- pytorch >= 1.13` in a conda environment (conda
 # pins with one `=`).
-_CONDA_TORCH = re.compile(r"^(?:pytorch|torch)\s*(==?|>=|~=)\s*([0-9][0-9.]*)")
+_CONDA_TORCH = re.compile(r"^(pytorch|torch|torchvision|torchaudio)\s*(==?|>=|~=)\s*([0-9][0-9.]*)")
 # README.md, INSTALL.md, install.rst, GETTING_STARTED.md, README (and the same but README
 # in docs/: XMem's docs/GETTING_STARTED.md says "PyTorch 1.11+"): read only when no file of
 # the folder bounds torch.
@@ -59,20 +63,65 @@ _INSTALL_ONLY = re.compile(r"^(?:install(?:ation)?|get(?:ting)?[_-]?started)(?:\
 # An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
 # BinauralGrad's prepare_env.sh `torch==1.7.0`): its commands only.
 _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IGNORECASE)
+# A container build file (`Dockerfile`, `Dockerfile.train`, `gpu.Dockerfile`), in the folder
+# or its `docker/` (FourCastNet's `docker/Dockerfile` starts from NGC's 21.11 image): its
+# base image and its commands.
+_CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:\.[\w.-]+)?|[\w.-]+\.dockerfile)$", re.IGNORECASE)
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 # `cd ImageBind` (on this line or an earlier one of the block), `pip install -r requirements.txt`.
 _CD_OR_PIP_INSTALL_R = re.compile(r"\bcd\s+([\w./-]+)|\bpip3?\s+install\s+(?:-[\w-]+\s+)*-r\s+([\w./-]+)")
 # A conda pin's single `=` is `==`; "PyTorch ≥ 1.8" (Detic's docs/INSTALL.md) is `>=`.
-_DOCUMENT_OPERATORS = {"=": "==", "\u2265": ">="}
+_DOCUMENT_OPERATORS = {"=": "==", "-": "==", "\u2265": ">="}
 # A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
+# Markup between "PyTorch" and its version: a Markdown link (bevfusion's README says
+# `[PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \<= 1.10.2`) reads as its text, an
+# escaped character as itself.
+_MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
+_MARKDOWN_ESCAPE = re.compile(r"\\([<>=~])")
+# A container image that fixes the torch inside it: PyTorch's own (`pytorch/pytorch:1.13.1-cuda11.6-
+# cudnn8-devel`), or NVIDIA's NGC release (`nvcr.io/nvidia/pytorch:21.11-py3`), named by year and
+# month.
+_PYTORCH_IMAGE = re.compile(r"(?<![\w.-])pytorch/pytorch:v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+_NGC_IMAGE = re.compile(r"nvcr\.io/nvidian?/pytorch:([0-9]{2})\.([0-9]{2})", re.IGNORECASE)
+# A torch release that NGC's PyTorch container of each month certainly holds: the last one
+# PyTorch published two months or more before it (NGC ships a prerelease of the next torch,
+# 21.11 has 1.11.0a0, so this is a lower bound, the safe side for a target).
+_NGC_TORCH: tuple[tuple[tuple[int, int], TorchVersion], ...] = (
+    ((18, 1), (0, 3)),
+    ((18, 6), (0, 4)),
+    ((19, 2), (1, 0)),
+    ((19, 7), (1, 1)),
+    ((19, 10), (1, 2)),
+    ((19, 12), (1, 3)),
+    ((20, 3), (1, 4)),
+    ((20, 6), (1, 5)),
+    ((20, 9), (1, 6)),
+    ((20, 12), (1, 7)),
+    ((21, 5), (1, 8)),
+    ((21, 8), (1, 9)),
+    ((21, 12), (1, 10)),
+    ((22, 5), (1, 11)),
+    ((22, 8), (1, 12)),
+    ((22, 12), (1, 13)),
+    ((23, 5), (2, 0)),
+    ((23, 12), (2, 1)),
+    ((24, 3), (2, 2)),
+    ((24, 6), (2, 3)),
+    ((24, 9), (2, 4)),
+)
+# The torch release a companion package's release is built for, for a folder whose files
+# name no torch bound of their own (MONAI SwinMM pins only `torchvision==0.15.2`, which
+# installs torch 2.0.1): torchvision 0.5 ... 0.14 go with torch 1.4 ... 1.13 and 0.15 on with
+# 2.0 on; torchaudio 0.4 ... 0.13 with 1.4 ... 1.13, and from 2.0 its version is torch's.
+_COMPANIONS = ("torchvision", "torchaudio")
 # A Markdown table row naming torch's version in its next cell: `| torch | >=2.0 | 2.8.0 |`
 # (ms-swift's environment table); a bare version there reads as "at least".
 _TABLED_TORCH = re.compile(
@@ -140,6 +189,7 @@ def declared_requirements(root: Path) -> Declared:
 @functools.lru_cache(maxsize=4096)
 def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declared:
     torch: list[Requirement] = []
+    companions: list[Requirement] = []
     amplint = False
     for requirement in _requirements(root):
         name = requirement.name.lower().replace("_", "-")
@@ -147,6 +197,10 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
             torch.append(requirement)
         elif name == "amplint":
             amplint = True
+        elif name in _COMPANIONS:
+            companions.append(requirement)
+    if all(lowest_admitted(requirement) is None for requirement in torch):
+        torch.extend(_companion_torch(companions))
     if all(lowest_admitted(requirement) is None for requirement in torch):
         # No file of the folder bounds torch (none names it, or only a bare `torch`): its
         # README or INSTALL may still say which (`conda install pytorch==1.11.0`,
@@ -154,6 +208,42 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
         # bare requirement).
         torch.extend(_documented_torch(root))
     return Declared(tuple(torch), amplint)
+
+
+def _companion_torch(companions: Iterable[Requirement]) -> Iterator[Requirement]:
+    """The torch that the lowest release a torchvision or torchaudio requirement admits
+    is built for."""
+    for requirement in companions:
+        lowest = lowest_admitted(requirement)
+        torch = None if lowest is None else companion_torch(requirement.name.lower(), lowest)
+        if torch is not None:
+            yield Requirement(f"torch>={torch[0]}.{torch[1]}")
+
+
+def companion_torch(name: str, release: TorchVersion) -> TorchVersion | None:
+    """The torch release that ``name`` (torchvision, torchaudio) at ``release`` goes with."""
+    major, minor = release
+    if name == "torchvision" and major == 0:
+        if 5 <= minor <= 14:
+            return (1, minor - 1)
+        if minor >= 15:
+            return (2, minor - 15)
+    if name == "torchaudio":
+        if major == 0 and 4 <= minor <= 13:
+            return (1, minor)
+        if major >= 2:
+            return release
+    return None
+
+
+def ngc_torch(year: int, month: int) -> TorchVersion | None:
+    """A torch release that NGC's PyTorch container ``YY.MM`` certainly holds (None: older
+    than any this knows)."""
+    held = None
+    for since, torch in _NGC_TORCH:
+        if (year, month) >= since:
+            held = torch
+    return held
 
 
 def project_facts(
@@ -220,10 +310,17 @@ def _declaration_files(folder: Path) -> tuple[Path, ...]:
 def _install_documents(folder: Path) -> list[Path]:
     """The folder's README, INSTALL and GETTING_STARTED documents, in any case
     (``README.md``, ``INSTALL.md``, ``install.rst``, ``README``), its install and
-    environment scripts (``install.sh``, ``prepare_env.sh``), and the INSTALL and
-    GETTING_STARTED documents of its ``docs/``."""
+    environment scripts (``install.sh``, ``prepare_env.sh``), its container build files
+    and its ``docker/`` folder's, and the INSTALL and GETTING_STARTED documents of its
+    ``docs/``."""
     found: list[Path] = []
-    for place, pattern in ((folder, _INSTALL_DOCUMENT), (folder, _INSTALL_SCRIPT), (folder / "docs", _INSTALL_ONLY)):
+    for place, pattern in (
+        (folder, _INSTALL_DOCUMENT),
+        (folder, _INSTALL_SCRIPT),
+        (folder, _CONTAINER_FILE),
+        (folder / "docs", _INSTALL_ONLY),
+        (folder / "docker", _CONTAINER_FILE),
+    ):
         try:
             entries = sorted(place.iterdir())
         except OSError:
@@ -270,12 +367,19 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         text = _read(path)
         if text is None:
             continue
+        text = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text))
+        for version in _PYTORCH_IMAGE.findall(text):
+            yield Requirement(f"torch=={version}")
+        for year, month in _NGC_IMAGE.findall(text):
+            torch = ngc_torch(int(year), int(month))
+            if torch is not None:
+                yield Requirement(f"torch>={torch[0]}.{torch[1]}")
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         yield from _installed_requirements(root, text)
-        if path.suffix == ".sh":
+        if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
             continue  # a script's prose is its comments
         for version in _STATED_TORCH.findall(text):
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
@@ -356,7 +460,8 @@ def _conda_environment(path: Path) -> Iterator[str]:
         item = item[2:].strip().strip("'\"").split("::")[-1]  # `pytorch::pytorch=2.5`: the channel goes
         conda = _CONDA_TORCH.match(item)
         if conda is not None:
-            yield f"torch{_DOCUMENT_OPERATORS.get(conda.group(1), conda.group(1))}{conda.group(2)}"
+            name = "torch" if conda.group(1) == "pytorch" else conda.group(1)
+            yield f"{name}{_DOCUMENT_OPERATORS.get(conda.group(2), conda.group(2))}{conda.group(3)}"
         elif _looks_like_requirement(item):
             yield item
 
