@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from amplint.diagnostics import Diagnostic
-from amplint.engine.add_noqa import add_noqa
 from amplint.engine.cache import find_caches, remove_cache
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, RuleInfo, RuleSpec
 from amplint.engine.config import (
     ConfigError,
     ConfigResolver,
@@ -37,10 +37,8 @@ from amplint.engine.config import (
     parse_per_file_ignores,
 )
 from amplint.engine.discovery import discover, is_excluded
-from amplint.engine.fixer import FixFailure
 from amplint.engine.progress import ProgressBar
 from amplint.engine.project import ProjectFacts
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.runner import (
     FileReport,
     Job,
@@ -59,7 +57,13 @@ from amplint.notebook import (
     notebook_json,
     parse_notebook,
 )
-from amplint.rules import all_rules
+from amplint.rules import catalog
+
+# Loading a rule (libcst, the analysis layer) costs more than a whole run over a cached
+# project: the modules that analyse are imported where a file is analysed.
+if TYPE_CHECKING:
+    from amplint.engine.fixer import FixFailure
+    from amplint.engine.rule import RuleType
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -71,6 +75,8 @@ __all__ = [
     "Progress",
     "ProgressBar",
     "ProjectFacts",
+    "RuleInfo",
+    "RuleSpec",
     "RuleType",
     "RunOptions",
     "RunOutcome",
@@ -95,12 +101,22 @@ __all__ = [
 # -- rules -------------------------------------------------------------------------------------
 
 
-def registry() -> tuple[RuleType, ...]:
-    """Every rule there is: the rule modules' and the engine's own codes."""
-    return all_rules()
+def __getattr__(name: str) -> Any:
+    # The rule classes' type, without loading them for a run.
+    if name == "RuleType":
+        from amplint.engine.rule import RuleType
+
+        return RuleType
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def rule_by_code(code: str) -> RuleType | None:
+def registry() -> tuple[RuleSpec, ...]:
+    """Every rule there is (the rule modules' and the engine's own codes), as catalog
+    entries; ``amplint.engine.loading.rule_class`` loads one's class (its page, examples)."""
+    return catalog()
+
+
+def rule_by_code(code: str) -> RuleSpec | None:
     """The rule with this code (any case) or name, if there is one."""
     for rule in registry():
         if rule.code == code.upper() or rule.name == code:
@@ -458,6 +474,8 @@ def _add_noqa(report: FileReport) -> None:
         source = _decode(report.path, report.original)
     except SourceError:
         return  # its AMP900 stays a finding
+    from amplint.engine.add_noqa import add_noqa
+
     added = add_noqa(source.text, report.diagnostics)
     if not added.added:
         report.diagnostics = added.left
@@ -519,6 +537,8 @@ def add_noqa_comment(text: str, diagnostic: Diagnostic) -> str | None:
     on (merged into a directive already there), or None where no comment can silence it
     (AMP900, a row that ends inside a string). For a notebook finding, ``text`` is its
     cell's."""
+    from amplint.engine.add_noqa import add_noqa
+
     added = add_noqa(text, [dataclasses.replace(diagnostic, cell=None)])
     return added.text if added.added else None
 

@@ -32,7 +32,7 @@ from amplint.api import (
     ConfigError,
     Mode,
     ProgressBar,
-    RuleType,
+    RuleInfo,
     RunOptions,
     RunOutcome,
     clean_caches,
@@ -354,7 +354,7 @@ def fix(apply_fixes: bool, **kwargs: Any) -> None:
     sys.exit(_run(Options(**kwargs), Mode.APPLY if apply_fixes else Mode.FIX, stdin_mode=Mode.APPLY))
 
 
-def _rule_json(rule: RuleType) -> dict[str, object]:
+def _rule_json(rule: RuleInfo) -> dict[str, object]:
     return {
         "code": rule.code,
         "name": rule.name,
@@ -376,7 +376,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Print the page of rule CODE (a code or a rule name), or of every rule with --all."""
     if show_all == (code is not None):
         raise click.UsageError("give a rule code, or --all")
-    rules: tuple[RuleType, ...]
+    rules: tuple[RuleInfo, ...]
     if show_all:
         rules = registry()
     else:

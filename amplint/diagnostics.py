@@ -78,3 +78,11 @@ class Diagnostic:
 
     def fixable_with(self, unsafe: bool) -> bool:
         return self.fix is not None and (unsafe or self.fix.applicability is Applicability.SAFE)
+
+
+FILE_START = Location(1, 1)
+
+
+def file_diagnostic(path: str, code: str, message: str, location: Location = FILE_START, detail: str | None = None) -> Diagnostic:
+    """A finding about a whole file (it cannot be read, decoded, parsed or analysed)."""
+    return Diagnostic(code=code, message=message, path=path, location=location, end_location=location, detail=detail)

@@ -21,10 +21,11 @@ from amplint.api import fix_text
 from amplint.cli import cli
 from amplint.diagnostics import Applicability
 from amplint.engine import runner
+from amplint.engine.catalog import FixAvailability
 from amplint.engine.config import Settings
 from amplint.engine.context import SourceContext
 from amplint.engine.fixer import fix_source
-from amplint.engine.rule import FixAvailability, Rule
+from amplint.engine.rule import Rule
 from amplint.engine.runner import FileReport, Job, Mode, run
 from amplint.engine.source import decode
 from amplint.rules import all_rules

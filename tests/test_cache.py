@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 
 import amplint
-from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, file_diagnostic
 from amplint.engine import cache as cache_module
 from amplint.engine import fixer, linter, runner
 from amplint.engine.cache import ResultsCache, diagnostic_from_json, diagnostic_to_json
+from amplint.engine.catalog import INTERNAL_ERROR
 from amplint.engine.config import Settings
-from amplint.engine.parse import file_diagnostic
-from amplint.engine.rule import INTERNAL_ERROR
 from amplint.engine.runner import FileReport, Job, Mode, run
 from amplint.rules import all_rules
 
@@ -55,7 +54,7 @@ def lint_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(Path(path).name)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "lint_source", counting)
+    monkeypatch.setattr(linter, "lint_source", counting)
     monkeypatch.setattr(fixer, "lint_source", counting)
     return calls
 
@@ -400,3 +399,35 @@ def test_concurrent_runs_share_one_cache_safely(tmp_path: Path) -> None:
     assert len(entries) == len(paths)
     for entry in entries:
         assert json.loads(entry.read_bytes())["format"] == cache_module.FORMAT
+
+
+_WARM_RUN = """
+import sys
+from amplint.cli import main
+code = main(["check", "--output-format", "concise", "--cache-dir", sys.argv[1], *sys.argv[2:]])
+print("exit", code, "loaded:", sorted(m for m in ("libcst", "amplint.rules.amp001_deprecated_amp_namespace") if m in sys.modules))
+"""
+
+
+def test_a_fully_cached_run_loads_neither_libcst_nor_any_rule(tmp_path: Path) -> None:
+    # Importing libcst and the rules costs more than the rest of a cached run: a run whose
+    # every file is served from the cache must report the same without them.
+    import subprocess
+    import sys
+
+    for name, text in {"a.py": DEPRECATED, "b.py": CLEAN, "c.py": "import torch\nwith torch.autocast('cuda'):\n    x = (\n"}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    files = [str(tmp_path / name) for name in ("a.py", "b.py", "c.py")]
+    cache = str(tmp_path / "cache")
+
+    def warm_run() -> str:
+        result = subprocess.run([sys.executable, "-c", _WARM_RUN, cache, *files], capture_output=True, text=True, check=True)
+        return result.stdout
+
+    cold = warm_run()
+    assert "libcst" in cold  # it analysed the files
+    warm = warm_run()
+    assert warm.endswith("exit 1 loaded: []\n")
+    # The same report either way.
+    assert cold.replace(cold.splitlines()[-1], "") == warm.replace(warm.splitlines()[-1], "")
+    assert "AMP001" in warm and "AMP900" in warm

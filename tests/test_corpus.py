@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from amplint.engine import runner
+from amplint.engine import prefilter
 from amplint.engine.config import Settings
 from amplint.engine.runner import Job, Mode, run, write_atomically
 from amplint.rules import all_rules
@@ -65,7 +65,7 @@ def _copy(tree: Path, into: Path) -> list[Path]:
 @pytest.mark.parametrize(("name", "tree"), _trees(), ids=[name for name, _ in _trees()])
 def test_corpus_fix_apply_is_safe(name: str, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every rule on every file; the workers are forked after this, so they see it too.
-    monkeypatch.setattr(runner, "rules_for", lambda text, rules: list(rules))
+    monkeypatch.setattr(prefilter, "rules_for", lambda text, rules: list(rules))
     files = _copy(tree, tmp_path)
     originals = {path: path.read_bytes() for path in files}
     settings = Settings(project_root=str(tmp_path), select=("ALL",), max_file_size=64 * 1024 * 1024)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from amplint.api import RunOptions, run_paths
 from amplint.cli import cli
-from amplint.engine import runner
+from amplint.engine import linter, runner
 from amplint.engine.config import Settings, load_config
 from amplint.engine.linter import LintResult
 from amplint.engine.progress import ProgressBar
@@ -27,7 +27,7 @@ from amplint.rules import all_rules
 
 DEPRECATED = "import torch\nd = torch.get_autocast_gpu_dtype()\n"
 DEPRECATED_FIXED = 'import torch\nd = torch.get_autocast_dtype("cuda")\n'
-_REAL_LINT = runner.lint_source  # type: ignore[attr-defined]
+_REAL_LINT = linter.lint_source
 
 
 def _slow_lint(path: str, source: SourceFile, rules: object, *rest: object) -> LintResult:
@@ -39,7 +39,7 @@ def _slow_lint(path: str, source: SourceFile, rules: object, *rest: object) -> L
 
 @pytest.fixture
 def slow_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "lint_source", _slow_lint)
+    monkeypatch.setattr(linter, "lint_source", _slow_lint)
 
 
 def _tree(root: Path, *names: str) -> list[str]:

@@ -44,8 +44,8 @@ from typing import Any
 
 import amplint
 from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from amplint.engine.catalog import RuleInfo
 from amplint.engine.config import Settings
-from amplint.engine.rule import RuleType
 
 FORMAT = 1
 STALE_AFTER = 30 * 24 * 3600
@@ -86,7 +86,7 @@ def _libcst_version() -> str:
         return "unknown"
 
 
-def bucket_key(settings: Settings, registry: Sequence[RuleType]) -> str:
+def bucket_key(settings: Settings, registry: Sequence[RuleInfo]) -> str:
     """What every entry in one bucket has in common, hashed."""
     facts = {
         "format": FORMAT,
@@ -189,7 +189,7 @@ def diagnostic_from_json(value: Any, path: str) -> Diagnostic:
 class ResultsCache:
     """Check results per file, valid for one amplint build and one set of settings."""
 
-    def __init__(self, directory: str | os.PathLike[str], settings: Settings, registry: Sequence[RuleType]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], settings: Settings, registry: Sequence[RuleInfo]) -> None:
         self.directory = Path(directory)
         self.bucket = self.directory / f"{_PREFIX}{bucket_key(settings, registry)}"
         self._ready: bool | None = None  # None: the bucket has not been prepared yet

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,8 +25,11 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 import pathspec
 
+from amplint.engine.catalog import RuleInfo
 from amplint.engine.project import parse_torch_version
-from amplint.engine.rule import RuleType
+
+# A registry entry: a rule class or its catalog entry (selection reads only identities).
+R = TypeVar("R", bound=RuleInfo)
 
 CONFIG_FILES = ("amplint.toml", ".amplint.toml", "pyproject.toml")
 DEFAULT_EXCLUDE = (
@@ -76,7 +79,7 @@ class Settings:
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{key: value for key, value in overrides.items() if value is not None})
 
-    def enabled_rules(self, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
+    def enabled_rules(self, registry: Sequence[R]) -> tuple[R, ...]:
         """The rules of ``registry`` these settings select (before per-file ignores)."""
         return select_rules(registry, self.select, self.extend_select, self.ignore)
 
@@ -96,7 +99,7 @@ class Settings:
                 ignored.extend(selectors)
         return tuple(ignored)
 
-    def rules_for(self, path: str, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
+    def rules_for(self, path: str, registry: Sequence[R]) -> tuple[R, ...]:
         """The rules that run on ``path``: the selection minus its per-file ignores.
 
         Like Ruff, a per-file ignore removes every rule one of its selectors matches, a
@@ -120,14 +123,14 @@ class Settings:
             except (ValueError, OSError):
                 return Path(path).as_posix()
 
-    def fingerprint(self, registry: Sequence[RuleType]) -> str:
+    def fingerprint(self, registry: Sequence[RuleInfo]) -> str:
         """What cached results depend on, as a stable string."""
         codes = ",".join(rule.code for rule in self.enabled_rules(registry))
         pfi = sorted((pattern, tuple(sorted(codes))) for pattern, codes in self.all_per_file_ignores())
         policy = (self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes)
         return f"rules={codes};pfi={pfi};torch={self.target_torch};helpers={self.runtime_helpers};fixes={policy}"
 
-    def fix_policy(self, code: str, registry: Sequence[RuleType]) -> str | None:
+    def fix_policy(self, code: str, registry: Sequence[RuleInfo]) -> str | None:
         """How this configuration overrides a rule's fixes: "unfixable", "safe", "unsafe" or None."""
         rule = next((rule for rule in registry if rule.code == code), None)
         if rule is None:
@@ -166,7 +169,7 @@ def _pattern_matches(pattern: str, relative: str, name: str) -> bool:
     return matched != negated
 
 
-def _specificity(selector: str, rule: RuleType) -> int:
+def _specificity(selector: str, rule: RuleInfo) -> int:
     selector = selector.strip().upper()
     if not selector:
         return -1  # "" would otherwise be a prefix of every code
@@ -179,19 +182,19 @@ def _specificity(selector: str, rule: RuleType) -> int:
     return -1
 
 
-def validate_selectors(selectors: Iterable[str], registry: Sequence[RuleType]) -> None:
+def validate_selectors(selectors: Iterable[str], registry: Sequence[RuleInfo]) -> None:
     for selector in selectors:
         if not any(_specificity(selector, rule) >= 0 for rule in registry):
             raise ConfigError(f"unknown rule selector: {selector!r}")
 
 
 def select_rules(
-    rules: Sequence[RuleType],
+    rules: Sequence[R],
     select: Sequence[str] | None,
     extend_select: Sequence[str],
     ignore: Sequence[str],
-) -> tuple[RuleType, ...]:
-    chosen: list[RuleType] = []
+) -> tuple[R, ...]:
+    chosen: list[R] = []
     for rule in rules:
         positive = max((_specificity(s, rule) for s in (*(select or ()), *extend_select)), default=-1)
         negative = max((_specificity(s, rule) for s in ignore), default=-1)
@@ -256,7 +259,7 @@ def _per_file_table(value: Any, key: str, path: Path) -> dict[str, tuple[str, ..
     return {pattern: _strings(codes, f"{key}.{pattern}", path) for pattern, codes in value.items()}
 
 
-def load_config(path: Path, registry: Sequence[RuleType]) -> Settings:
+def load_config(path: Path, registry: Sequence[RuleInfo]) -> Settings:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -312,14 +315,14 @@ def _valid_timeout(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
 
-def validate_settings(settings: Settings, registry: Sequence[RuleType]) -> None:
+def validate_settings(settings: Settings, registry: Sequence[RuleInfo]) -> None:
     validate_selectors((*(settings.select or ()), *settings.extend_select, *settings.ignore), registry)
     validate_selectors((*settings.unfixable, *settings.extend_safe_fixes, *settings.extend_unsafe_fixes), registry)
     for _, selectors in settings.all_per_file_ignores():
         validate_selectors(selectors, registry)
 
 
-def resolve_settings(start: Path, registry: Sequence[RuleType], explicit_config: Path | None = None) -> Settings:
+def resolve_settings(start: Path, registry: Sequence[RuleInfo], explicit_config: Path | None = None) -> Settings:
     if explicit_config is not None:
         return load_config(explicit_config, registry)
     found = find_config(start)
@@ -369,7 +372,7 @@ class Overrides:
     extend_safe_fixes: tuple[str, ...] = ()
     extend_unsafe_fixes: tuple[str, ...] = ()
 
-    def validate(self, registry: Sequence[RuleType]) -> None:
+    def validate(self, registry: Sequence[RuleInfo]) -> None:
         validate_selectors((*(self.select or ()), *self.extend_select, *self.ignore), registry)
         for table in (self.per_file_ignores or {}, self.extend_per_file_ignores):
             for selectors in table.values():
@@ -419,7 +422,7 @@ class ConfigResolver:
 
     def __init__(
         self,
-        registry: Sequence[RuleType],
+        registry: Sequence[RuleInfo],
         overrides: Overrides | None = None,
         *,
         explicit: Path | None = None,

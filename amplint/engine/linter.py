@@ -17,15 +17,16 @@ from typing import Any
 
 import libcst as cst
 
-from amplint.diagnostics import Diagnostic, Edit, Fix, Location
+from amplint.diagnostics import Diagnostic, Edit, Fix, Location, file_diagnostic
 from amplint.engine.alignment import Alignment, Locator
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR
 from amplint.engine.context import SourceContext, render
 from amplint.engine.deep import deep_recursion, run_deep
 from amplint.engine.index import ProjectIndex
 from amplint.engine.noqa import apply_noqa
-from amplint.engine.parse import file_diagnostic, parse_source
+from amplint.engine.parse import parse_source
 from amplint.engine.project import ProjectFacts
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, Rule, RuleType
+from amplint.engine.rule import Rule, RuleType
 from amplint.engine.source import SourceFile
 from amplint.engine.walk import traverse
 

@@ -14,20 +14,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from amplint.diagnostics import Diagnostic, Location
+from amplint.diagnostics import FILE_START, Diagnostic, Location, file_diagnostic
+from amplint.engine.catalog import PARSE_ERROR
 from amplint.engine.deep import deep_recursion
-from amplint.engine.rule import PARSE_ERROR
 
-_START = Location(1, 1)
+_START = FILE_START
 
 # CPython refuses these for their size or depth, not their grammar; libcst must not see them.
 _RESOURCE_ERRORS = ("too many nested parentheses", "too many indentation levels", "too complex", "too deeply nested")
 _LIBCST_POSITION = re.compile(r"error at (\d+):(\d+)")
-
-
-def file_diagnostic(path: str, code: str, message: str, location: Location = _START, detail: str | None = None) -> Diagnostic:
-    """A finding about a whole file (it cannot be read, decoded, parsed or analysed)."""
-    return Diagnostic(code=code, message=message, path=path, location=location, end_location=location, detail=detail)
 
 
 

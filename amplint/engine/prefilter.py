@@ -22,8 +22,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from amplint.engine.rule import RuleType
+if TYPE_CHECKING:
+    from amplint.engine.rule import RuleType
 
 
 @functools.lru_cache(maxsize=256)

@@ -16,7 +16,6 @@ the end of this module.
 
 from __future__ import annotations
 
-import enum
 import re
 import textwrap
 import traceback
@@ -28,6 +27,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import libcst as cst
 
 from amplint.diagnostics import Applicability, Edit, Fix
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, FixAvailability
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import check_handlers, handler
 
@@ -35,12 +35,6 @@ _CODE = re.compile(r"^AMP\d{3}$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 ContextT = TypeVar("ContextT", bound=SourceContext)
-
-
-class FixAvailability(str, enum.Enum):
-    NONE = "none"
-    SOMETIMES = "sometimes"
-    ALWAYS = "always"
 
 
 def example_source(text: str) -> str:
@@ -242,7 +236,7 @@ class Rule(cst.BatchableCSTVisitor, Generic[ContextT], metaclass=_RuleMeta):
 # -- the engine's own findings ----------------------------------------------------------------
 
 
-class SyntaxErrorRule(Rule[SourceContext], code="AMP900", name="syntax-error"):
+class SyntaxErrorRule(Rule[SourceContext], code=PARSE_ERROR, name="syntax-error"):
     """## What it does
     Reports a file that amplint cannot analyse: it does not parse, it cannot be decoded
     (UTF-8 by default; a PEP 263 coding cookie and a UTF-8 BOM are honoured), it cannot
@@ -290,7 +284,7 @@ class SyntaxErrorRule(Rule[SourceContext], code="AMP900", name="syntax-error"):
     engine_code = True
 
 
-class InternalErrorRule(Rule[SourceContext], code="AMP999", name="internal-error"):
+class InternalErrorRule(Rule[SourceContext], code=INTERNAL_ERROR, name="internal-error"):
     """## What it does
     Reports a bug in amplint itself: a rule raised an exception on this file, or the
     worker process analysing it died. The message names the rule and the exception;
@@ -310,7 +304,5 @@ class InternalErrorRule(Rule[SourceContext], code="AMP999", name="internal-error
     engine_code = True
 
 
-PARSE_ERROR = SyntaxErrorRule.code
-INTERNAL_ERROR = InternalErrorRule.code
 RuleType = type[Rule[Any]]
 ENGINE_RULES: tuple[RuleType, ...] = (SyntaxErrorRule, InternalErrorRule)

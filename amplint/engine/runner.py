@@ -21,25 +21,24 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from amplint.diagnostics import Applicability, Diagnostic, Location
+from amplint.diagnostics import Applicability, Diagnostic, Location, file_diagnostic
 from amplint.engine.cache import ResultsCache, digest
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, RuleInfo
 from amplint.engine.config import Settings
-from amplint.engine.fixer import FixFailure, fix_source
 from amplint.engine.index import ProjectIndex, shared_index
-from amplint.engine.linter import LintResult, lint_source
-from amplint.engine.parse import file_diagnostic
-from amplint.engine.prefilter import rules_for
 from amplint.engine.project import ProjectFacts, declaration_files, declaring_folders, project_facts
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, RuleType
 from amplint.engine.source import SourceError, SourceFile, decode
-from amplint.engine.unused_noqa import (
-    UNUSED_NOQA,
-    apply_fixes,
-    directives,
-    unused_noqa,
-)
 from amplint.engine.workers import Died, TimedOut, run_tasks
+
+# The modules that parse and analyse (libcst, the rules) are imported where a file is
+# analysed: a run whose every file is cached never needs them, and importing them costs
+# more than the rest of such a run.
+if TYPE_CHECKING:
+    from amplint.engine.fixer import FixFailure
+    from amplint.engine.linter import LintResult
+    from amplint.engine.rule import RuleType
 
 # A container format's decoder (see ``Job.decoders``).
 Decoder = Callable[[bytes], SourceFile]
@@ -68,7 +67,7 @@ class Job:
     mode: Mode
     settings: Settings
     # Every rule there is (the engine knows none by name); settings choose among them.
-    registry: tuple[RuleType, ...]
+    registry: tuple[RuleInfo, ...]
     unsafe_fixes: bool = False
     # What the project declares (target torch, runtime helpers); None: nothing declared.
     project: ProjectFacts | None = None
@@ -206,7 +205,7 @@ def _unified_diff(old: str, new: str, name: str) -> str:
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleType]) -> tuple[RuleType, ...]:
+def rules_for_path(path: str, settings: Settings, registry: Sequence[RuleInfo]) -> tuple[RuleInfo, ...]:
     """The rules that run on ``path``: the selection minus its per-file ignores."""
     return settings.rules_for(path, registry)
 
@@ -242,8 +241,14 @@ def _file_digest(path: Path) -> str:
 
 
 def _process_source(path: str, data: bytes, job: Job) -> FileReport:
+    from amplint.engine.fixer import FixFailure, fix_source
+    from amplint.engine.linter import lint_source
+    from amplint.engine.loading import rule_classes
+    from amplint.engine.prefilter import rules_for
+    from amplint.engine.unused_noqa import UNUSED_NOQA, apply_fixes
+
     report = FileReport(path=path, original=data)
-    rules = rules_for_path(path, job.settings, job.registry)
+    rules = rule_classes(rules_for_path(path, job.settings, job.registry))
     container = job.decoder_for(path) is not None
     # A notebook's size is that of its code: outputs (images) can be megabytes.
     if not container and _too_large(report, len(data), job):
@@ -309,7 +314,7 @@ def _unused_noqa(
     path: str,
     source: SourceFile,
     rules: Sequence[RuleType],
-    registry: Sequence[RuleType],
+    registry: Sequence[RuleInfo],
     result: LintResult | None,
 ) -> list[Diagnostic]:
     """AMP901 findings of ``source`` when the rule is enabled for the file.
@@ -317,6 +322,8 @@ def _unused_noqa(
     ``result`` is the lint of ``source`` (None: no rule could fire, so nothing was parsed);
     it keeps the findings that noqa comments silenced.
     """
+    from amplint.engine.unused_noqa import UNUSED_NOQA, directives, unused_noqa
+
     enabled = [rule.code for rule in rules] + [INTERNAL_ERROR]  # reported whatever the selection
     if UNUSED_NOQA not in enabled or (result is not None and not result.parsed):
         return []
@@ -328,7 +335,7 @@ def _unused_noqa(
     return unused_noqa(path, source.text, found, unsilenced, enabled=enabled, known=[rule.code for rule in registry])
 
 
-def _filter_codes(report: FileReport, rules: Sequence[RuleType]) -> FileReport:
+def _filter_codes(report: FileReport, rules: Sequence[RuleInfo]) -> FileReport:
     enabled = {rule.code for rule in rules} | {INTERNAL_ERROR}
     report.diagnostics = [d for d in report.diagnostics if d.code in enabled]
     return report
@@ -484,6 +491,8 @@ def run(
     # Largest first: a big file started last would run alone at the end while the other
     # workers idle.
     pending.sort(key=lambda index: -_size(paths[index]))
+    if pending:
+        _load_analysis(job.registry)
     tasks = run_tasks(
         process_path,
         pending,
@@ -500,6 +509,17 @@ def run(
             report = outcome
         _remember(results, report, file_job)
         yield report
+
+
+def _load_analysis(registry: Sequence[RuleInfo]) -> None:
+    """Import what analysing a file needs before the workers start, so that forked
+    workers share it instead of each importing it again."""
+    import amplint.engine.fixer
+    import amplint.engine.linter
+    import amplint.engine.unused_noqa  # noqa: F401
+    from amplint.engine.loading import rule_classes
+
+    rule_classes(registry)
 
 
 def _cached(path: str, job: Job, results: ResultsCache | None) -> FileReport | None:

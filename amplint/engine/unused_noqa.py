@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from amplint.engine.alignment import Locator
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, FixAvailability
 from amplint.engine.context import SourceContext
 from amplint.engine.noqa import _NOQA as NOQA_DIRECTIVE
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR, FixAvailability, Invalid, Rule
+from amplint.engine.rule import Invalid, Rule
 from amplint.engine.source import line_starts
 
 UNUSED_NOQA = "AMP901"

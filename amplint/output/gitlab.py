@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from amplint.diagnostics import Diagnostic
-from amplint.engine.rule import INTERNAL_ERROR, PARSE_ERROR
+from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR
 from amplint.output.model import Sourced
 from amplint.output.paths import gitlab_root, relative_posix
 from amplint.output.text import position, source_lines

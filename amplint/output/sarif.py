@@ -16,7 +16,6 @@ applied to the JSON file would corrupt it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections.abc import Sequence
@@ -24,18 +23,18 @@ from collections.abc import Sequence
 from amplint import __version__
 from amplint.diagnostics import Diagnostic
 from amplint.docs import docs_base_url, render_rule_page, rule_help_uri
-from amplint.engine.rule import RuleType
+from amplint.engine.catalog import RuleInfo
 from amplint.output.model import Sourced
 from amplint.output.paths import annotation_root, file_uri, relative_uri
 from amplint.output.text import position
-from amplint.rules import all_rules
+from amplint.rules import catalog
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 
 
-def _section(rule: RuleType, title: str) -> str:
-    page = inspect.cleandoc(rule.__doc__ or "")
+def _section(rule: RuleInfo, title: str) -> str:
+    page = render_rule_page(rule)
     match = re.search(
         rf"^## {re.escape(title)}\s*\n(.*?)(?=^## |\Z)", page, re.DOTALL | re.MULTILINE
     )
@@ -45,7 +44,7 @@ def _section(rule: RuleType, title: str) -> str:
     return " ".join(first_paragraph.split())
 
 
-def rule_descriptor(rule: RuleType) -> dict[str, object]:
+def rule_descriptor(rule: RuleInfo) -> dict[str, object]:
     page = render_rule_page(rule)
     descriptor: dict[str, object] = {
         "id": rule.code,
@@ -129,8 +128,8 @@ def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, object]:
 
 
 def sarif_document(items: Sequence[Sourced], *, successful: bool = True) -> dict[str, object]:
-    rules = [rule_descriptor(rule) for rule in all_rules()]
-    index = {rule.code: position for position, rule in enumerate(all_rules())}
+    rules = [rule_descriptor(rule) for rule in catalog()]
+    index = {rule.code: position for position, rule in enumerate(catalog())}
     root = annotation_root().as_uri().rstrip("/") + "/"
     driver: dict[str, object] = {"name": "amplint", "version": __version__, "rules": rules}
     base = docs_base_url()

@@ -1,21 +1,47 @@
 """The rule registry: the engine's own codes (AMP900, AMP999, AMP901) and every rule
-defined in this package."""
+defined in this package.
+
+:func:`catalog` is what a run reads to select rules; it imports no rule. The table it
+returns is generated from the classes (``python -m amplint.docs`` writes
+``_catalog.py``, and a test fails when it is stale); :func:`all_rules` loads the classes
+themselves.
+"""
 
 from __future__ import annotations
 
 import functools
 import importlib
 import pkgutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from amplint.engine.rule import ENGINE_RULES, FixAvailability, Invalid, Rule, RuleType
-from amplint.engine.unused_noqa import UnusedNoqaRule
+from amplint.engine.catalog import FixAvailability, RuleSpec
 
-__all__ = ["FixAvailability", "Invalid", "Rule", "all_rules", "rule_by_code"]
+if TYPE_CHECKING:
+    from amplint.engine.rule import RuleType
+
+__all__ = ["FixAvailability", "Invalid", "Rule", "all_rules", "catalog", "rule_by_code"]
+
+
+def __getattr__(name: str) -> Any:
+    # The rule contract, re-exported without importing libcst for a run that needs none.
+    if name in ("Invalid", "Rule"):
+        from amplint.engine import rule
+
+        return getattr(rule, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def catalog() -> tuple[RuleSpec, ...]:
+    from amplint.rules._catalog import CATALOG
+
+    return CATALOG
 
 
 @functools.cache
 def all_rules() -> tuple[RuleType, ...]:
+    from amplint.engine.rule import ENGINE_RULES, Rule
+    from amplint.engine.unused_noqa import UnusedNoqaRule
+
     engine: tuple[RuleType, ...] = (*ENGINE_RULES, UnusedNoqaRule)
     found: dict[str, RuleType] = {rule.code: rule for rule in engine}
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -32,8 +58,9 @@ def all_rules() -> tuple[RuleType, ...]:
     return tuple(found[code] for code in sorted(found))
 
 
-def rule_by_code(code: str) -> type[Rule[Any]] | None:
-    for rule in all_rules():
+def rule_by_code(code: str) -> RuleSpec | None:
+    """The catalog entry whose code (any case) or name is ``code``."""
+    for rule in catalog():
         if rule.code == code.upper() or rule.name == code:
             return rule
     return None

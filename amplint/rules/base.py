@@ -7,8 +7,9 @@ from typing import ClassVar
 import libcst as cst
 
 from amplint.analysis.context import RuleContext
+from amplint.engine.catalog import FixAvailability
 from amplint.engine.context import SourceContext
-from amplint.engine.rule import FixAvailability, Invalid, Rule
+from amplint.engine.rule import Invalid, Rule
 
 __all__ = ["AnalysisRule", "FixAvailability", "Invalid"]
 
