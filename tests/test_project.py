@@ -340,6 +340,7 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # are not read as prose.
         ({"install.sh": "#!/bin/bash\n# tested with PyTorch 1.6\npip install torch==1.9.1+cu111 -f https://x\n"}, (1, 9)),
         ({"prepare_env.sh": "conda install -y pytorch==1.7.0 torchaudio -c pytorch\n"}, (1, 7)),
+        ({"requirement.sh": "pip install torch==2.0.1\npip install librosa\n"}, (2, 0)),
         ({"scripts.sh": "pip install torch==1.9.1\n", "train.sh": "pip install torch==1.9.1\n"}, None),
         # A requirements file the README says to install (LLaMA-Adapter's imagebind_LLM).
         ({"README.md": "cd ImageBind; pip install -r requirements.txt\n", "ImageBind/requirements.txt": "torch==1.13.0\n"}, (1, 13)),
@@ -372,6 +373,11 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n", "docs/README.md": "torch 1.6\n"}, None),
         # bevfusion's README: a Markdown link and an escaped `<` between the name and the version.
         ({"README.md": "- [PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \\<= 1.10.2\n"}, (1, 9)),
+        # LMOps's vendored fairseq README: "version" between the name and the operator.
+        ({"README.md": "* [PyTorch](http://pytorch.org/) version >= 1.5.0\n"}, (1, 5)),
+        # STCN's README: the version in code marks; bold names.
+        ({"README.md": "We used:\n- PyTorch `1.8.1`\n- torchvision `0.9.1`\n"}, (1, 8)),
+        ({"README.md": "**PyTorch** >= 1.10 is required.\n"}, (1, 10)),
         # unidiffuser's README names the release as pip's file names do.
         ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
         ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),
@@ -471,6 +477,13 @@ def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) ->
         ({"requirements.txt": "torch\ntorchvision==0.15.2\n"}, (2, 0)),
         ({"requirements.txt": "torchvision\ntorchaudio<2\n"}, None),
         ({"requirements.txt": "torchvision==0.2.2\n"}, None),
+        # Poetry's tables (UniMERNet declares torch only there).
+        ({"pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.10"\ntorch = ">=2.2.2"\n'}, (2, 2)),
+        ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = "^1.13"\n'}, (1, 13)),
+        ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = {version = "~2.0.1", source = "pytorch"}\n'}, (2, 0)),
+        ({"pyproject.toml": '[tool.poetry.group.train.dependencies]\ntorch = "2.1.0"\n'}, (2, 1)),
+        ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = "*"\n'}, None),
+        ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = {path = "wheels/torch.whl"}\n'}, None),
         # equiformer's conda environments live in env/ (its docs say `conda env create -f env/...`).
         ({"env/env_equiformer.yml": "name: equiformer\ndependencies:\n  - pytorch=1.10.2=py3.9_cuda11.3\n"}, (1, 10)),
         ({"conda/environment.yaml": "dependencies:\n  - pytorch>=1.13\n"}, (1, 13)),
@@ -514,3 +527,37 @@ def test_ngc_releases_read_as_a_torch_they_contain() -> None:
     releases = [(year, month) for year in range(18, 27) for month in range(1, 13)]
     known = [torch for torch in map(lambda release: ngc_torch(*release), releases) if torch is not None]
     assert known == sorted(known) and len(known) > 80  # never older for a later release
+
+
+def test_a_declaration_file_that_appears_or_goes_drops_cached_results(tmp_path: Path) -> None:
+    # The cache follows the declaration files a folder holds, not only their contents.
+    root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "sub/train.py": OLD_AUTOCAST})
+    assert _codes(root, root / "sub/train.py") == ["AMP001"]
+    _project(root, {"sub/requirements.txt": "torch==1.13.1\n"})
+    assert _codes(root, root / "sub/train.py") == []
+    (root / "sub/requirements.txt").unlink()
+    assert _codes(root, root / "sub/train.py") == ["AMP001"]
+    _project(root, {"env/environment.yml": "dependencies:\n  - pytorch=1.12\n"})
+    assert _codes(root, root / "sub/train.py") == []
+    # Other new files (not declarations, or hidden from the patterns as from glob) say nothing.
+    _project(root, {"notes.txt": "torch==1.0\n", "sub/log.txt": "epoch 1\n", ".gitlab-ci.yml": "dependencies:\n  - torch==1.0\n"})
+    assert _codes(root, root / "sub/train.py") == []
+
+
+def test_a_bare_torch_in_a_nearer_folder_does_not_hide_a_bound_above_it(tmp_path: Path) -> None:
+    # LMOps: structured_prompting/fairseq-version/README.md installs in PyTorch's 1.7.1 image;
+    # the fairseq package vendored below it lists a bare `torch` in its setup.py.
+    root = _project(
+        tmp_path,
+        {
+            "a/README.md": "docker run -it pytorch/pytorch:1.7.1-cuda11.0-cudnn8-devel\n",
+            "a/proj/setup.py": "from setuptools import setup\nsetup(install_requires=['torch', 'numpy'])\n",
+            "a/proj/pkg/x.py": "",
+            "b/proj/setup.py": "from setuptools import setup\nsetup(install_requires=['torch>=2.4'])\n",
+            "b/proj/x.py": "",
+        },
+    )
+    assert project_facts(root, file=root / "a/proj/pkg/x.py").target_torch == (1, 7)
+    # A bound nearer still wins over one further up.
+    _project(root, {"b/README.md": "pip install torch==1.8\n"})
+    assert project_facts(root, file=root / "b/proj/x.py").target_torch == (2, 4)

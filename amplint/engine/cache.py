@@ -46,6 +46,7 @@ import amplint
 from amplint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from amplint.engine.catalog import RuleInfo
 from amplint.engine.config import Settings
+from amplint.engine.project import declaration_listing
 
 FORMAT = 1
 STALE_AFTER = 30 * 24 * 3600
@@ -183,6 +184,11 @@ def diagnostic_from_json(value: Any, path: str) -> Diagnostic:
     )
 
 
+def folder_digest(folder: Path) -> str:
+    """The digest of the declaration files ``folder`` holds, by name (``folder_key``)."""
+    return digest(declaration_listing(folder).encode("utf-8", "surrogatepass"))
+
+
 # -- the cache ---------------------------------------------------------------------------------
 
 
@@ -219,13 +225,17 @@ class ResultsCache:
             return None
 
     def _unchanged(self, dependencies: object) -> bool:
-        """Do the files a cached result read facts from still hold the same bytes?"""
+        """Do the files a cached result read facts from still hold the same bytes, and the
+        folders it read declarations from the same declaration files?"""
         if not isinstance(dependencies, dict):
             return False
         for path, expected in dependencies.items():
             if path not in self._digests:
                 try:
-                    self._digests[path] = digest(Path(path).read_bytes())
+                    if path.endswith(os.sep):  # a folder: which declaration files it holds
+                        self._digests[path] = folder_digest(Path(path))
+                    else:
+                        self._digests[path] = digest(Path(path).read_bytes())
                 except OSError:
                     self._digests[path] = None
             if self._digests[path] != expected:

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import ast
 import configparser
+import fnmatch
 import functools
+import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +63,9 @@ _INSTALL_DOCUMENT = re.compile(
 )
 _INSTALL_ONLY = re.compile(r"^(?:install(?:ation)?|get(?:ting)?[_-]?started)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
 # An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
-# BinauralGrad's prepare_env.sh `torch==1.7.0`): its commands only.
-_INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup)[\w.-]*\.sh$", re.IGNORECASE)
+# BinauralGrad's prepare_env.sh `torch==1.7.0`, UniAudio's requirement.sh `torch==2.0.1`):
+# its commands only.
+_INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup|requirement)[\w.-]*\.sh$", re.IGNORECASE)
 # A container build file (`Dockerfile`, `Dockerfile.train`, `gpu.Dockerfile`), in the folder
 # or its `docker/` (FourCastNet's `docker/Dockerfile` starts from NGC's 21.11 image): its
 # base image and its commands.
@@ -78,12 +81,12 @@ _DOCUMENT_OPERATORS = {"=": "==", "-": "==", "\u2265": ">="}
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 # Markup between "PyTorch" and its version: a Markdown link (bevfusion's README says
 # `[PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \<= 1.10.2`) reads as its text, an
-# escaped character as itself.
+# escaped character as itself; code and bold marks (STCN's "PyTorch `1.8.1`") go.
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 _MARKDOWN_ESCAPE = re.compile(r"\\([<>=~])")
 # A container image that fixes the torch inside it: PyTorch's own (`pytorch/pytorch:1.13.1-cuda11.6-
@@ -259,16 +262,19 @@ def project_facts(
     folders = declaring_folders(root, file)
     declarations = [declared_requirements(folder) for folder in folders]
     target = parse_torch_version(target_torch) if target_torch else None
-    nearest = next((declared.torch for declared in declarations if declared.torch), ())
+    # The nearest folder that bounds torch: a bare `torch` says nothing about the release
+    # (LMOps's vendored fairseq lists one; the README above it installs in PyTorch's 1.7.1
+    # image). Several declarations in it (requirements.txt and pyproject): the oldest must work.
+    nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in declarations) if bounds), [])
     if target is None and nearest:
-        bounds = [lowest_admitted(requirement) for requirement in nearest]
-        known = [bound for bound in bounds if bound is not None]
-        # Several declarations (requirements.txt and pyproject): the oldest must work. A bare
-        # `torch` (setup.py beside a pinned conda environment) says nothing about which.
-        target = min(known) if known else None
+        target = min(nearest)
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     return ProjectFacts(target_torch=target, runtime_helpers=helpers)
+
+
+def _bounds(requirements: Iterable[Requirement]) -> list[TorchVersion]:
+    return [bound for bound in map(lowest_admitted, requirements) if bound is not None]
 
 
 def declaring_folders(root: Path, file: Path | None = None) -> list[Path]:
@@ -292,40 +298,106 @@ def declaration_files(folders: Iterable[Path]) -> list[Path]:
     return [path for folder in folders for path in _declaration_files(folder)]
 
 
-@functools.lru_cache(maxsize=4096)
 def _declaration_files(folder: Path) -> tuple[Path, ...]:
-    found: list[Path] = []
-    for pattern in DECLARATION_FILES:
-        found.extend(sorted(path for path in folder.glob(pattern) if path.is_file()))
-    documents = _install_documents(folder)
-    found.extend(documents)
-    # The requirements files they say to install: a cached result follows those too.
-    for document in documents:
+    # Listed afresh (a long-lived process, --watch or the editor server, sees a new file);
+    # what the documents name is read once per listing.
+    return _with_listed_requirements(folder, tuple(_declaration_names(folder)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_listed_requirements(folder: Path, names: tuple[Path, ...]) -> tuple[Path, ...]:
+    found = list(names)
+    # The requirements files the documents say to install: a cached result follows those too.
+    for document in _install_documents(folder):
         text = _read(document)
         if text is not None:
             found.extend(path for path in _listed_requirement_files(folder, text) if path.is_file() and path not in found)
     return tuple(found)
 
 
-def _install_documents(folder: Path) -> list[Path]:
+def folder_key(folder: Path) -> str:
+    """How a folder's declaration listing is named among a cached result's dependencies
+    (its path and a separator, which no file's path ends with)."""
+    return f"{folder}{os.sep}"
+
+
+def declaration_listing(folder: Path) -> str:
+    """The declaration files ``folder`` holds now, by name: a cached result is dropped when
+    one appears or goes, since the facts of every file below the folder may change."""
+    return "\n".join(str(path.relative_to(folder)) for path in _declaration_names(folder))
+
+
+Listing = Callable[[str], dict[str, os.DirEntry[str]]]
+
+
+def _lister(folder: Path) -> Listing:
+    """The entries of ``folder`` (place "") or of a subfolder, by name; each read once."""
+    listings: dict[str, dict[str, os.DirEntry[str]]] = {}
+
+    def listing(place: str) -> dict[str, os.DirEntry[str]]:
+        if place not in listings:
+            listings[place] = {}
+            if not place or place in listing(""):
+                try:
+                    with os.scandir(folder / place) as entries:
+                        listings[place] = {entry.name: entry for entry in entries}
+                except OSError:
+                    pass
+        return listings[place]
+
+    return listing
+
+
+def _declaration_names(folder: Path) -> list[Path]:
+    """The declaration files and install documents in ``folder``: one listing of it, and
+    of a subfolder only where a pattern names one that exists."""
+    listing = _lister(folder)
+    found: list[Path] = []
+    for place, pattern in _DECLARATION_PATTERNS.items():
+        names = listing(place)
+        # Most entries are modules: no pattern but setup.py names one (a quick test first).
+        found.extend(
+            folder / place / name
+            for name in sorted(names)
+            if (not name.endswith(".py") or name == "setup.py") and pattern.match(name) and names[name].is_file()
+        )
+    return found
+
+
+def _declaration_patterns() -> dict[str, re.Pattern[str]]:
+    """``DECLARATION_FILES`` and the install documents' names as one expression per folder
+    they name ("" for the folder itself); a wildcard does not match a leading dot, as in
+    glob."""
+    by_place: dict[str, list[str]] = {}
+    for pattern in DECLARATION_FILES:
+        place, _, name = pattern.rpartition("/")
+        by_place.setdefault(place, []).append(r"(?!\.)" + fnmatch.translate(name))
+    for place, document in _DOCUMENT_PLACES:
+        by_place.setdefault(place, []).append(f"(?i:{document.pattern})")
+    return {place: re.compile("|".join(names)) for place, names in by_place.items()}
+
+
+_DOCUMENT_PLACES = (
+    ("", _INSTALL_DOCUMENT),
+    ("", _INSTALL_SCRIPT),
+    ("", _CONTAINER_FILE),
+    ("docs", _INSTALL_ONLY),
+    ("docker", _CONTAINER_FILE),
+)
+_DECLARATION_PATTERNS = _declaration_patterns()
+
+
+def _install_documents(folder: Path, listing: Listing | None = None) -> list[Path]:
     """The folder's README, INSTALL and GETTING_STARTED documents, in any case
     (``README.md``, ``INSTALL.md``, ``install.rst``, ``README``), its install and
     environment scripts (``install.sh``, ``prepare_env.sh``), its container build files
     and its ``docker/`` folder's, and the INSTALL and GETTING_STARTED documents of its
     ``docs/``."""
+    listing = listing or _lister(folder)
     found: list[Path] = []
-    for place, pattern in (
-        (folder, _INSTALL_DOCUMENT),
-        (folder, _INSTALL_SCRIPT),
-        (folder, _CONTAINER_FILE),
-        (folder / "docs", _INSTALL_ONLY),
-        (folder / "docker", _CONTAINER_FILE),
-    ):
-        try:
-            entries = sorted(place.iterdir())
-        except OSError:
-            continue
-        found.extend(path for path in entries if pattern.match(path.name) and path.is_file())
+    for place, pattern in _DOCUMENT_PLACES:
+        names = listing(place)
+        found.extend(folder / place / name for name in sorted(names) if pattern.match(name) and names[name].is_file())
     return found
 
 
@@ -367,7 +439,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         text = _read(path)
         if text is None:
             continue
-        text = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text))
+        yield from _installed_requirements(root, text)
+        text = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text)).replace("`", "").replace("**", "")
         for version in _PYTORCH_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
         for year, month in _NGC_IMAGE.findall(text):
@@ -378,7 +451,6 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
-        yield from _installed_requirements(root, text)
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
             continue  # a script's prose is its comments
         for version in _STATED_TORCH.findall(text):
@@ -425,14 +497,53 @@ def _pyproject(path: Path) -> Iterator[str]:
     if text is None:
         return
     try:
-        project = tomllib.loads(text).get("project", {})
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
+        return
+    project = document.get("project", {})
+    if not isinstance(project, dict):
         return
     yield from _strings(project.get("dependencies", ()))
     optional = project.get("optional-dependencies", {})
     if isinstance(optional, dict):
         for group in optional.values():
             yield from _strings(group)
+    yield from _poetry(document)
+
+
+def _poetry(document: dict[str, object]) -> Iterator[str]:
+    """Poetry's dependency tables (``[tool.poetry.dependencies]`` and its groups'), as
+    requirements: UniMERNet's ``torch = ">=2.2.2"``; ``^2.1`` and ``~2.1`` admit nothing
+    older than 2.1, a bare ``2.1.0`` is that release, ``{version = "..."}`` the same."""
+    tool = document.get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, dict) else None
+    if not isinstance(poetry, dict):
+        return
+    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
+    groups = poetry.get("group")
+    if isinstance(groups, dict):
+        tables.extend(group.get("dependencies") for group in groups.values() if isinstance(group, dict))
+    for table in tables:
+        if not isinstance(table, dict):
+            continue
+        for name, constraint in table.items():
+            if isinstance(constraint, dict):
+                constraint = constraint.get("version")
+            if isinstance(name, str) and isinstance(constraint, str):
+                yield name + _poetry_specifier(constraint)
+
+
+def _poetry_specifier(constraint: str) -> str:
+    """A Poetry version constraint as PEP 440 specifiers, as far as its lower bound goes."""
+    parts = []
+    for part in constraint.split(","):
+        part = part.strip()
+        if part.startswith(("^", "~")) and not part.startswith("~="):
+            part = ">=" + part.lstrip("^~").strip()
+        elif part[:1].isdigit():
+            part = "==" + part
+        parts.append(part)
+    return ",".join(part for part in parts if part and part != "*")
 
 
 def _requirements_txt(path: Path) -> Iterator[str]:

@@ -24,11 +24,17 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from amplint.diagnostics import Applicability, Diagnostic, Location, file_diagnostic
-from amplint.engine.cache import ResultsCache, digest
+from amplint.engine.cache import ResultsCache, digest, folder_digest
 from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, RuleInfo
 from amplint.engine.config import Settings
 from amplint.engine.index import ProjectIndex, shared_index
-from amplint.engine.project import ProjectFacts, declaration_files, declaring_folders, project_facts
+from amplint.engine.project import (
+    ProjectFacts,
+    declaration_files,
+    declaring_folders,
+    folder_key,
+    project_facts,
+)
 from amplint.engine.source import SourceError, SourceFile, decode
 from amplint.engine.workers import Died, TimedOut, run_tasks
 
@@ -137,7 +143,10 @@ class Job:
         if self.project is not None or path == "-":
             return {}
         folders = declaring_folders(Path(self.settings.project_root), Path(path))
-        return {str(file): _file_digest(file) for file in declaration_files(folders)}
+        files = {str(file): _file_digest(file) for file in declaration_files(folders)}
+        # A declaration file that appears later (a new requirements.txt) matters too.
+        listings = {folder_key(folder): folder_digest(folder) for folder in folders}
+        return {**files, **listings}
 
     def index(self) -> ProjectIndex:
         roots = self.index_roots if self.index_roots is not None else (self.settings.project_root,)
