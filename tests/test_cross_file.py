@@ -504,3 +504,30 @@ def test_a_vendored_apex_amp_exists(tmp_path: Path) -> None:
         {"apex/apex/__init__.py": "", "apex/apex/amp/__init__.py": "def initialize(m, o): return m, o\n", "apex/tests/test_amp.py": uses},
     )
     assert _check(vendored, "apex/tests/test_amp.py", "AMP003") == []
+
+
+def test_a_device_member_a_base_class_elsewhere_sets_only_to_cuda(tmp_path: Path) -> None:
+    # neosr: the base model in another file sets `self.device = torch.device("cuda")` and
+    # nothing else; a subclass's "cuda" scaler and autocast are CUDA-only on purpose.
+    base = (
+        "import torch\n\n\nclass BaseModel:\n    def __init__(self, opt):\n"
+        "        self.opt = opt\n        self.device = torch.device({device})\n"
+    )
+    model = (
+        "import torch\nfrom models.base import BaseModel\n\n\nclass ImageModel(BaseModel):\n"
+        "    def setup(self):\n        self.net = self.net.to(self.device)\n"
+        "        self.scaler = torch.amp.GradScaler('cuda')\n\n"
+        "    def step(self, x):\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+        "            return self.net(x.to(self.device))\n"
+    )
+    cuda = _project(tmp_path / "cuda", {"models/__init__.py": "", "models/base.py": base.format(device='"cuda"'), "models/image.py": model})
+    assert _check(cuda, "models/image.py", "AMP201") == []
+    either = _project(
+        tmp_path / "either",
+        {
+            "models/__init__.py": "",
+            "models/base.py": base.format(device='"cuda" if opt.gpu else "cpu"'),
+            "models/image.py": model,
+        },
+    )
+    assert [(code, row) for code, row, _ in _check(either, "models/image.py", "AMP201")] == [("AMP201", 8), ("AMP201", 11)]

@@ -59,7 +59,7 @@ class FileAnalysis:
         self.scaler_makers = ScalerMakers(source, self.tree, self.names, self.calls, self.modules)
         self.autocast = AutocastAnalysis(self.tree, self.names, self.bindings, self.member_values, self.wrappers)
         self.scalers = ScalerAnalysis(self.tree, self.names, self.bindings, self.classes, self.training, self.autocast)
-        self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes, self.calls)
+        self.devices = DeviceAnalysis(source, self.tree, self.names, self.bindings, self.classes, self.calls, self.member_values)
         self.project = ProjectAnalysis(
             source,
             self.tree,

@@ -38,6 +38,7 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
 )
 from amplint.analysis.tree import ScopeNode, Tree, if_chain
+from amplint.analysis.values import Values, is_cuda_literal_device, is_cuda_value
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -90,25 +91,6 @@ def _is_device_literal(expr: cst.BaseExpression) -> bool:
         return isinstance(value, str) and value.split(":")[0] in DEVICE_TYPES
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         return bool(expr.elements) and all(_is_device_literal(element.value) for element in expr.elements)
-    return False
-
-
-def _is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``,
-    ``torch.device("cuda")``, ``torch.device("cuda", 0)``, and a conditional of these."""
-    if isinstance(expr, cst.IfExp):
-        return _is_cuda_literal_device(names, expr.body) and _is_cuda_literal_device(names, expr.orelse)
-    if isinstance(expr, cst.Call) and names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
-        return _is_cuda_literal_device(names, expr.args[0].value)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
-        template = expr.func.value
-        value = template.evaluated_value if isinstance(template, cst.SimpleString) else None
-        return isinstance(value, str) and value.startswith("cuda:")
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return isinstance(value, str) and value.split(":")[0] == "cuda"
-    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
-        return expr.parts[0].value.split(":")[0] == "cuda" and ":" in expr.parts[0].value  # f"cuda:{rank}"
     return False
 
 
@@ -211,6 +193,8 @@ class DeviceAnalysis:
     classes: Classes
     # Which project function a call runs (for functions that return False off CUDA); None: not asked.
     calls: CallTargets | None = None
+    # What a member inherited from a project base class in another file holds; None: not asked.
+    member_values: Values | None = None
     _occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = field(default_factory=dict, init=False, repr=False)
 
     # -- scopes ----------------------------------------------------------------------------
@@ -247,8 +231,9 @@ class DeviceAnalysis:
 
     def _is_variable(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
         if variable.kind == "self":
-            # `self.device = torch.device("cuda")` in every assignment: CUDA-only code.
-            return cls is None or not self._self_device_is_cuda(cls)
+            # `self.device = torch.device("cuda")` in every assignment, here or in the base
+            # class that gives it (neosr's models: the base in another file): CUDA-only code.
+            return cls is None or not (self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr))
         if variable.kind != "name":
             return True
         # A bare `device` must be a binding the code made (not an unbound global), and
@@ -300,18 +285,14 @@ class DeviceAnalysis:
                 return True
         return False
 
+    def _inherits_cuda_device(self, node: cst.BaseExpression) -> bool:
+        found = self.member_values.inherited_member(node) if self.member_values is not None else None
+        entry = found[2] if found is not None else None
+        return isinstance(entry, dict) and entry.get("cuda_only") is True
+
     def _self_device_is_cuda(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
-        return bool(values) and all(self._is_cuda_value(value) for value in values or ())
-
-    def _is_cuda_value(self, value: cst.BaseExpression) -> bool:
-        """A CUDA device literal, or a name bound only to such literals (``device =
-        f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
-        device``)."""
-        if isinstance(value, cst.Name):
-            bound = self.bindings.plain_values(value)
-            return bool(bound) and all(_is_cuda_literal_device(self.names, item) for item in bound or ())
-        return _is_cuda_literal_device(self.names, value)
+        return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values or ())
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -322,7 +303,7 @@ class DeviceAnalysis:
             return False
         if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
             return False
-        return _is_cuda_literal_device(self.names, statement.value)
+        return is_cuda_literal_device(self.names, statement.value)
 
     def has_variable(self, node: cst.CSTNode) -> bool:
         return bool(self.variables(node))
@@ -694,7 +675,7 @@ class DeviceAnalysis:
         if found is None:
             return False
         values = self.classes.attribute_values(*found)
-        return bool(values) and all(self._is_cuda_value(value) for value in values or ())
+        return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values or ())
 
     def _own_method_called(self, call: cst.Call) -> cst.FunctionDef | None:
         """The method ``self.m(...)`` calls, when ``m`` is defined in the caller's class."""
@@ -780,7 +761,7 @@ class DeviceAnalysis:
         if isinstance(expr, cst.Name):
             bound = self.bindings.single_value(expr)
             expr = bound if bound is not None else expr
-        return _is_cuda_literal_device(self.names, expr)
+        return is_cuda_literal_device(self.names, expr)
 
     @functools.cached_property
     def runs_elsewhere(self) -> bool:
@@ -824,7 +805,10 @@ class DeviceAnalysis:
         if isinstance(parent, cst.Arg):
             call = self.tree.parent(parent)
             if parent.keyword is not None and parent.keyword.value in ("device", "device_type"):
-                return True
+                # `model.to_empty(device="cpu")`, `x.to(device="cpu")` stage weights or tensors in
+                # host memory, as `map_location` does (a Megatron converter); they choose no
+                # device to run on.
+                return not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "to_empty"))
             if isinstance(call, cst.Call):
                 if self.names.resolve(call.func) in DEVICE_CONSTRUCTORS:
                     return True

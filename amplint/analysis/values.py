@@ -20,7 +20,7 @@ from amplint.analysis.classes import Classes
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
-from amplint.analysis.torch_api import DTYPE_ALIASES
+from amplint.analysis.torch_api import DEVICE_CONSTRUCTORS, DTYPE_ALIASES
 
 _MAX_DEPTH = 8
 
@@ -211,6 +211,9 @@ class Values:
                     if all(values is not None for values in found):
                         table[f"{cls.name.value}.{attr}"] = {kind: sorted(frozenset().union(*found))}  # type: ignore[arg-type]
                         break
+                if all(is_cuda_value(self.names, self.bindings, source) for source in sources):
+                    # `self.device = torch.device("cuda")`: a subclass in another file is CUDA-only.
+                    table.setdefault(f"{cls.name.value}.{attr}", {})["cuda_only"] = True  # type: ignore[assignment]
 
     def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
         """The one call that built ``base`` (``config = TrainConfig(...)``, or
@@ -244,3 +247,32 @@ class Values:
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return None
         return self.string_values(node.slice[0].slice.value)
+
+
+def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``,
+    ``torch.device("cuda")``, ``torch.device("cuda", 0)``, and a conditional of these."""
+    if isinstance(expr, cst.IfExp):
+        return is_cuda_literal_device(names, expr.body) and is_cuda_literal_device(names, expr.orelse)
+    if isinstance(expr, cst.Call) and names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
+        return is_cuda_literal_device(names, expr.args[0].value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        template = expr.func.value
+        value = template.evaluated_value if isinstance(template, cst.SimpleString) else None
+        return isinstance(value, str) and value.startswith("cuda:")
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] == "cuda"
+    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        return expr.parts[0].value.split(":")[0] == "cuda" and ":" in expr.parts[0].value  # f"cuda:{rank}"
+    return False
+
+
+def is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression) -> bool:
+    """A CUDA device literal, or a name bound only to such literals (``device =
+    f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
+    device``)."""
+    if isinstance(value, cst.Name):
+        bound = bindings.plain_values(value)
+        return bool(bound) and all(is_cuda_literal_device(names, item) for item in bound or ())
+    return is_cuda_literal_device(names, value)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from amplint.analysis.autocast import AutocastBlock
 from amplint.diagnostics import Applicability, Fix
 from amplint.fixes.edits import reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
@@ -121,6 +122,17 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             def closure():
                 loss.backward()
         """,
+        # The backward runs only when the block's enabled flag is off (STCN's trainer; the
+        # flag-on branch is reported).
+        """
+        import torch
+        def step(model, x, amp, scaler):
+            with torch.autocast("cuda", enabled=amp):
+                loss = model(x).sum()
+                if not amp:
+                    loss.backward()
+            return loss
+        """,
         "loss.backward()\n",
         """
         import torch
@@ -129,6 +141,21 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         """,
     )
     INVALID = (
+        # STCN's trainer: the scaled backward in the flag-on branch runs under autocast; the
+        # plain one in the else runs only with autocast off (not reported: count=1).
+        Invalid(
+            """
+            import torch
+            def step(model, x, amp, scaler):
+                with torch.autocast("cuda", enabled=amp):
+                    loss = model(x).sum()
+                    if amp:
+                        scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+            """,
+            count=1, line=6, column=13, message="Backward pass inside an autocast block",
+        ),
         Invalid(
             """
               import amplint.runtime
@@ -208,9 +235,33 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             self._check_callee(node)
             return
         block = self.context.analysis.autocast.enclosing(node)
-        if block is None or block.disabled or self._in_custom_backward(node):
+        if block is None or block.disabled or self._in_custom_backward(node) or self._runs_only_disabled(node, block):
             return
         self.report(node, f"{self.summary}{block.use.origin}", fix=self._dedent_fix(node, block.statement))
+
+    def _runs_only_disabled(self, node: cst.CSTNode, block: AutocastBlock) -> bool:
+        """Does ``node`` run only when the block's ``enabled=`` flag is off: in the ``else``
+        of ``if flag:`` or under ``if not flag:`` (STCN: ``with autocast(enabled=amp): ...
+        if amp: scaler.scale(loss).backward() else: loss.backward()``)?"""
+        enabled = block.use.enabled_expr
+        if enabled is None:
+            return False
+        flag = self.context.module.code_for_node(enabled)
+        tree = self.context.analysis.tree
+        for ancestor in tree.ancestors(node):
+            if ancestor is block.statement:
+                return False
+            if not isinstance(ancestor, cst.If):
+                continue
+            test, negated = ancestor.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            if self.context.module.code_for_node(test) != flag:
+                continue
+            in_else = ancestor.orelse is not None and tree.within(node, ancestor.orelse)
+            if in_else != negated:
+                return True
+        return False
 
     def _in_custom_backward(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in the ``backward`` of a ``torch.autograd.Function``? That code runs

@@ -113,7 +113,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
     test with a fallback; `torch.load(..., map_location="cpu" if quant else device)` stages
-    weights in host memory and chooses no device).
+    weights in host memory and chooses no device, and so do `model.to_empty(device="cpu")`
+    and `x.to(device="cpu")`, as in LMOps's Megatron converter).
 
     Not flagged, anything in test modules (`test_*.py`, `*_test.py`, files under `tests/`
     or `test/`), which pick their device on purpose, as for AMP101-AMP105; and, for (a), an
@@ -432,6 +433,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
         def run():
             dist.init_process_group('nccl')
+        """,
+        # Staging a model in host memory is no device choice (LMOps's Megatron converter).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def convert(model):
+            dist.init_process_group(backend="nccl")
+            model.to_empty(device="cpu")
+            state = {k: v.to(device="cpu") for k, v in model.state_dict().items()}
+            return state
         """,
         # An assertion on the CUDA device count guards it (yolov7's train.py).
         """
