@@ -375,6 +375,22 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "- [PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \\<= 1.10.2\n"}, (1, 9)),
         # LMOps's vendored fairseq README: "version" between the name and the operator.
         ({"README.md": "* [PyTorch](http://pytorch.org/) version >= 1.5.0\n"}, (1, 5)),
+        # imaginaire's INSTALL.md creates the conda environment a subfolder holds.
+        (
+            {
+                "INSTALL.md": "```bash\nconda env create --file scripts/requirements_conda.yaml\n```\n",
+                "scripts/requirements_conda.yaml": "name: imaginaire\ndependencies:\n  - pytorch=1.9\n",
+            },
+            (1, 9),
+        ),
+        ({"README.md": "conda env create -n x -f env.yml\n", "env.yml": "dependencies:\n  - numpy\n  - pip:\n    - torch==1.13.1\n"}, (1, 13)),
+        ({"README.md": "conda env create -f ../outside.yml\n"}, None),
+        # FullSubNet: docs/prerequisites.md, and a shields.io badge's encoded label.
+        ({"docs/prerequisites.md": "Check: cudatoolkit=10.2, pytorch=1.7.1\n"}, (1, 7)),
+        ({"README.md": "![PyTorch](https://img.shields.io/badge/PyTorch-%3E%3D1.7-brightgreen)\n"}, (1, 7)),
+        # StudioGAN: "at least" in the clause that names PyTorch.
+        ({"README.md": "First, install PyTorch meeting your environment (at least 1.7):\n"}, (1, 7)),
+        ({"README.md": "Install PyTorch. Then run at least 3 epochs.\n"}, None),
         # STCN's README: the version in code marks; bold names.
         ({"README.md": "We used:\n- PyTorch `1.8.1`\n- torchvision `0.9.1`\n"}, (1, 8)),
         ({"README.md": "**PyTorch** >= 1.10 is required.\n"}, (1, 10)),

@@ -28,6 +28,7 @@ import functools
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +62,10 @@ _CONDA_TORCH = re.compile(r"^(pytorch|torch|torchvision|torchaudio)\s*(==?|>=|~=
 _INSTALL_DOCUMENT = re.compile(
     r"^(?:readme|install(?:ation)?|get(?:ting)?[_-]?started)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE
 )
-_INSTALL_ONLY = re.compile(r"^(?:install(?:ation)?|get(?:ting)?[_-]?started)(?:\.(?:md|rst|txt|markdown))?$", re.IGNORECASE)
+_INSTALL_ONLY = re.compile(
+    r"^(?:install(?:ation)?|get(?:ting)?[_-]?started|prerequisites?|requirements|environment|setup)(?:\.(?:md|rst|txt|markdown))?$",
+    re.IGNORECASE,
+)
 # An install or environment script (Graphormer's install.sh pins `torch==1.9.1+cu111`,
 # BinauralGrad's prepare_env.sh `torch==1.7.0`, UniAudio's requirement.sh `torch==2.0.1`):
 # its commands only.
@@ -74,14 +78,19 @@ _CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:\.[\w.-]+)?|[\w.-]+\.dockerfile)
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 # `cd ImageBind` (on this line or an earlier one of the block), `pip install -r requirements.txt`.
-_CD_OR_PIP_INSTALL_R = re.compile(r"\bcd\s+([\w./-]+)|\bpip3?\s+install\s+(?:-[\w-]+\s+)*-r\s+([\w./-]+)")
+# `conda env create -f scripts/environment.yaml` (imaginaire's INSTALL.md) likewise.
+_CD_OR_PIP_INSTALL_R = re.compile(
+    r"\bcd\s+([\w./-]+)"
+    r"|\bpip3?\s+install\s+(?:-[\w-]+\s+)*-r\s+([\w./-]+)"
+    r"|\b(?:conda|mamba|micromamba)\s+env\s+(?:create|update)\s+(?:-[\w-]+(?:\s+[\w.-]+)?\s+)*?(?:-f|--file)[\s=]+([\w./-]+)"
+)
 # A conda pin's single `=` is `==`; "PyTorch ≥ 1.8" (Detic's docs/INSTALL.md) is `>=`.
 _DOCUMENT_OPERATORS = {"=": "==", "-": "==", "\u2265": ">="}
 # A torch version written with its operator in a document: `pip install torch==1.8.0+cu111`,
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 # Markup between "PyTorch" and its version: a Markdown link (bevfusion's README says
@@ -89,6 +98,7 @@ _DOCUMENTED_TORCH = re.compile(
 # escaped character as itself; code and bold marks (STCN's "PyTorch `1.8.1`") go.
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 _MARKDOWN_ESCAPE = re.compile(r"\\([<>=~])")
+_BADGE = re.compile(r"https?://img\.shields\.io/badge/([^)\s\"']+)")
 # A container image that fixes the torch inside it: PyTorch's own (`pytorch/pytorch:1.13.1-cuda11.6-
 # cudnn8-devel`), or NVIDIA's NGC release (`nvcr.io/nvidia/pytorch:21.11-py3`), named by year and
 # month.
@@ -125,6 +135,11 @@ _NGC_TORCH: tuple[tuple[tuple[int, int], TorchVersion], ...] = (
 # installs torch 2.0.1): torchvision 0.5 ... 0.14 go with torch 1.4 ... 1.13 and 0.15 on with
 # 2.0 on; torchaudio 0.4 ... 0.13 with 1.4 ... 1.13, and from 2.0 its version is torch's.
 _COMPANIONS = ("torchvision", "torchaudio")
+# "PyTorch ... at least 1.7" in one clause (StudioGAN's "install PyTorch meeting your
+# environment (at least 1.7)").
+_AT_LEAST_TORCH = re.compile(
+    r"(?<![\w.-])(?:py)?torch\b[^.\n]{0,60}?\bat\s+least\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE
+)
 # A Markdown table row naming torch's version in its next cell: `| torch | >=2.0 | 2.8.0 |`
 # (ms-swift's environment table); a bare version there reads as "at least".
 _TABLED_TORCH = re.compile(
@@ -440,7 +455,11 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         if text is None:
             continue
         yield from _installed_requirements(root, text)
-        text = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text)).replace("`", "").replace("**", "")
+        plain = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text)).replace("`", "").replace("**", "")
+        # A badge's label is in its URL, its characters escaped (FullSubNet's
+        # `![PyTorch](https://img.shields.io/badge/PyTorch-%3E%3D1.7-brightgreen)`).
+        badges = "\n".join(urllib.parse.unquote(url) for url in _BADGE.findall(text))
+        text = f"{plain}\n{badges}"
         for version in _PYTORCH_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
         for year, month in _NGC_IMAGE.findall(text):
@@ -453,6 +472,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
             continue  # a script's prose is its comments
+        for version in _AT_LEAST_TORCH.findall(text):
+            yield Requirement(f"torch>={version}")
         for version in _STATED_TORCH.findall(text):
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
             if int(version.split(".")[0]) < 10:
@@ -463,25 +484,28 @@ def _installed_requirements(root: Path, text: str) -> Iterator[Requirement]:
     """The torch pins of a requirements file a document tells users to install
     (`cd ImageBind; pip install -r requirements.txt`: LLaMA-Adapter's imagebind_LLM)."""
     for path in _listed_requirement_files(root, text):
-        yield from (requirement for requirement in _parsed(_requirements_txt(path)) if requirement.name.lower() == "torch")
+        lines = _requirements_txt(path) if path.suffix == ".txt" else _conda_environment(path)
+        yield from (requirement for requirement in _parsed(lines) if requirement.name.lower() == "torch")
 
 
 def _listed_requirement_files(root: Path, text: str) -> list[Path]:
-    """The requirements files (``.txt``, inside the folder) that a document's commands
-    install: ``pip install -r X``, after any ``cd`` earlier in the same code block."""
+    """The requirements files (``.txt``, inside the folder) and conda environments
+    (``.yml``/``.yaml``) that a document's commands install: ``pip install -r X``,
+    ``conda env create -f X``, after any ``cd`` earlier in the same code block."""
     top = root.resolve()
     listed: list[Path] = []
     directory = top
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             directory = top  # each code block starts in the folder
-        for change, name in _CD_OR_PIP_INSTALL_R.findall(line):
+        for change, requirements, environment in _CD_OR_PIP_INSTALL_R.findall(line):
             if change:
                 directory = (directory / change).resolve()
-            else:
-                path = (directory / name).resolve()
-                if top in path.parents and path.suffix == ".txt":
-                    listed.append(path)
+                continue
+            path = (directory / (requirements or environment)).resolve()
+            suffixes = (".txt",) if requirements else (".yml", ".yaml")
+            if top in path.parents and path.suffix in suffixes:
+                listed.append(path)
     return listed
 
 
