@@ -531,3 +531,36 @@ def test_a_device_member_a_base_class_elsewhere_sets_only_to_cuda(tmp_path: Path
         },
     )
     assert [(code, row) for code, row, _ in _check(either, "models/image.py", "AMP201")] == [("AMP201", 8), ("AMP201", 11)]
+
+
+def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
+    # LGM: the model's renderer makes a `device="cuda"` tensor in its constructor, so the
+    # scripts that build the model cannot run without CUDA, whatever their device variable.
+    renderer = (
+        "import torch\n\n\nclass Renderer:\n    def __init__(self, opt):\n"
+        "        self.opt = opt\n        {line}\n"
+    )
+    models = (
+        "import torch.nn as nn\nfrom core.renderer import Renderer\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, opt):\n        super().__init__()\n        self.renderer = Renderer(opt)\n"
+    )
+    script = (
+        "import torch\nfrom core.models import Model\n\nmodel = Model(None)\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nmodel = model.to(device)\n\n\n"
+        "def process(x):\n    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return model(x.to(device))\n"
+    )
+    inside = (
+        "import torch\nfrom core.models import Model\n\n\ndef main(x):\n    model = Model(None)\n"
+        "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return model.to(device)(x.to(device))\n"
+    )
+    files = {"core/__init__.py": "", "core/models.py": models, "infer.py": script, "main.py": inside}
+    cuda = _project(tmp_path / "cuda", {**files, "core/renderer.py": renderer.format(line='self.bg = torch.ones(3, device="cuda")')})
+    assert _check(cuda, "infer.py", "AMP201") == []
+    assert _check(cuda, "main.py", "AMP201") == []
+    # Only under a branch, or nothing CUDA-bound at all: the device variable is a real choice.
+    branch = renderer.format(line='if opt.gpu:\n            self.bg = torch.ones(3, device="cuda")')
+    for name, line in (("branch", branch), ("plain", renderer.format(line="self.bg = torch.ones(3)"))):
+        root = _project(tmp_path / name, {**files, "core/renderer.py": line})
+        assert [(code, row) for code, row, _ in _check(root, "infer.py", "AMP201")] == [("AMP201", 10)]
+        assert [(code, row) for code, row, _ in _check(root, "main.py", "AMP201")] == [("AMP201", 8)]

@@ -611,7 +611,20 @@ class DeviceAnalysis:
         or in ``node``'s own statement), not ones in another branch."""
         scope = self.tree.scope_of(node)
         path = (node, self.tree.statement_of(node)) if on_its_path else None
-        return self._scope_requires_cuda(scope, path, follow_methods=True)
+        return self._scope_requires_cuda(scope, path, follow_methods=True) or self._constructor_requires_cuda(scope)
+
+    def _constructor_requires_cuda(self, scope: ScopeNode) -> bool:
+        """Is ``scope`` a method of a class whose ``__init__`` requires CUDA whenever it runs
+        (map-anything's model wrappers call ``torch.cuda.get_device_capability()`` there):
+        no instance exists without CUDA."""
+        found = self.classes.method_of(scope.body) if isinstance(scope, cst.FunctionDef) else None
+        if found is None or found[1].name.value == "__init__":
+            return False
+        init = next((method for method in self.classes.methods(found[0]) if method.name.value == "__init__"), None)
+        return init is not None and any(
+            self.tree.scope_of(call) is init and self.tree.running_block(call) is init.body and self.call_requires_cuda(call)
+            for call in self.tree.index.calls
+        )
 
     def _scope_requires_cuda(
         self, scope: ScopeNode, path: tuple[cst.CSTNode, cst.CSTNode | None] | None, *, follow_methods: bool
@@ -619,9 +632,9 @@ class DeviceAnalysis:
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is not scope:
                 continue
-            if path is not None and not self._on_path(call, *path):
+            if path is not None and not self.on_path(call, *path):
                 continue
-            if self._call_requires_cuda(call):
+            if self.call_requires_cuda(call):
                 return True
             if follow_methods:
                 method = self._own_method_called(call)
@@ -629,7 +642,7 @@ class DeviceAnalysis:
                     return True  # axolotl's `compute_loss` calls `self._compute_block_rewards`
         return False
 
-    def _call_requires_cuda(self, call: cst.Call) -> bool:
+    def call_requires_cuda(self, call: cst.Call) -> bool:
         qualified = self.names.resolve(call.func)
         if qualified == "torch.cuda.set_device":
             return True
@@ -750,7 +763,8 @@ class DeviceAnalysis:
             return bool(values) and all(self._counts_cuda_devices(value, depth + 1) for value in values or ())
         return False
 
-    def _on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
+    def on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:
+        """Does ``call`` run whenever ``node`` (whose statement is ``statement``) does?"""
         if statement is not None and self.tree.within(call, statement):
             return True
         block = self.tree.running_block(call)

@@ -28,7 +28,7 @@ import libcst as cst
 
 from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
-from amplint.analysis.calls import CallTargets, Spec
+from amplint.analysis.calls import CallTargets, Spec, member_spec
 from amplint.analysis.classes import Classes
 from amplint.analysis.devices import DeviceAnalysis
 from amplint.analysis.modules import ProjectModules
@@ -68,6 +68,9 @@ class Reached:
 class Effects:
     bce: tuple[Reached, ...] = ()
     backward: tuple[Reached, ...] = ()
+    # Calls that need CUDA (`torch.tensor(..., device="cuda")`, `.cuda()`) and run whenever
+    # the call does: GaussianRenderer's constructor, reached by LGM's.
+    cuda: tuple[Reached, ...] = ()
 
 
 @dataclass(eq=False)
@@ -96,7 +99,7 @@ class ProjectAnalysis:
         for function in self.tree.index.functions:
             key = self.calls.function_key(function)
             if key is not None:
-                functions[key] = {"bce": [], "backward": [], "calls": []}
+                functions[key] = {"bce": [], "backward": [], "calls": [], "cuda": []}
         for call in self.tree.index.calls:
             scope = self.tree.scope_of(call)
             key = self.calls.function_key(scope) if isinstance(scope, cst.FunctionDef) else None
@@ -105,6 +108,10 @@ class ProjectAnalysis:
             entry = functions[key]
             line = self.source.location(self.source.span(call)[0]).row
             text = _short(self.source.module.code_for_node(call.func))
+            # Runs whenever the function does: in its body, not under a branch or a loop.
+            always = isinstance(scope, cst.FunctionDef) and self.tree.running_block(call) is scope.body
+            if always and self.devices.call_requires_cuda(call):
+                entry["cuda"].append([line, f"{text}(...)"])
             if self.is_bce(call):
                 entry["bce"].append([line, text])
             elif self.training.is_tensor_backward(call) and self._trains(call):
@@ -112,7 +119,7 @@ class ProjectAnalysis:
             else:
                 spec = self.calls.callee(call)
                 if spec is not None:
-                    entry["calls"].append([spec, line])
+                    entry["calls"].append([spec, line, always])
         return {
             **self.calls.name_tables(),
             "functions": functions,
@@ -182,17 +189,22 @@ class ProjectAnalysis:
     def elsewhere(self, reached: Reached) -> bool:
         return os.path.abspath(reached.path) != os.path.abspath(self.source.path)
 
-    def effects(self, call: cst.Call) -> Effects | None:
-        """The BCE calls and backwards ``call`` reaches through project functions."""
+    def effects(self, call: cst.Call, *, constructors: bool = False) -> Effects | None:
+        """The BCE calls and backwards ``call`` reaches through project functions (and, with
+        ``constructors``, through the ``__init__`` of a project class it constructs)."""
         spec = self.calls.callee(call)
         if spec is None:
             return None
-        return self._follow(self.source.path, self.summary, spec, MAX_DEPTH, frozenset())
+        return self._follow(self.source.path, self.summary, spec, MAX_DEPTH, frozenset(), constructors)
 
-    def _follow(self, path: str, summary: Summary, spec: Spec, depth: int, seen: frozenset[tuple[str, str]]) -> Effects | None:
+    def _follow(
+        self, path: str, summary: Summary, spec: Spec, depth: int, seen: frozenset[tuple[str, str]], constructors: bool
+    ) -> Effects | None:
         if depth <= 0:
             return None
         found = self.calls.lookup(path, summary, spec, "functions", self._summary_of)
+        if found is None and constructors and not spec.get("bound"):
+            found = self.calls.lookup(path, summary, member_spec(spec, "__init__"), "functions", self._summary_of)
         if found is None:
             return None
         target_path, target_summary, key, facts = found
@@ -201,13 +213,46 @@ class ProjectAnalysis:
         here = f"{key} ({Path(target_path).name})"
         bce = [Reached(target_path, line, text, (here,)) for line, text in facts["bce"]]
         backward = [Reached(target_path, line, text, (here,)) for line, text in facts["backward"]]
-        for inner, _line in facts["calls"]:
-            reached = self._follow(target_path, target_summary, inner, depth - 1, seen | {(target_path, key)})
+        cuda = [Reached(target_path, line, text, (here,)) for line, text in facts.get("cuda", ())]
+        for inner, _line, *always in facts["calls"]:
+            reached = self._follow(target_path, target_summary, inner, depth - 1, seen | {(target_path, key)}, constructors)
             if reached is None:
                 continue
             bce += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in reached.bce]
             backward += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in reached.backward]
-        return Effects(tuple(bce), tuple(backward))
+            if always and always[0] is True:
+                cuda += [Reached(r.path, r.line, r.text, (here, *r.chain)) for r in reached.cuda]
+        return Effects(tuple(bce), tuple(backward), tuple(cuda))
+
+    def requires_cuda(self, node: cst.CSTNode) -> bool:
+        """Does a project function or class that needs CUDA run whenever ``node`` does: one
+        called on ``node``'s path in its scope, or, for a function of this module, one
+        called at module level before the function's definition (LGM's scripts build
+        ``model = LGM(opt)``, whose renderer makes a ``device="cuda"`` tensor, then define
+        the ``process`` that opens a "cuda" autocast)?"""
+        scope = self.tree.scope_of(node)
+        statement = self.tree.statement_of(node)
+        for call in self.tree.index.calls:
+            if self.tree.scope_of(call) is scope and self.devices.on_path(call, node, statement) and self._needs_cuda(call):
+                return True
+        function = scope if isinstance(scope, cst.FunctionDef) else None
+        while function is not None and not isinstance(self.tree.parent(self.tree.statement_of(function) or function), cst.Module):
+            outer = self.tree.scope_of(function)
+            function = outer if isinstance(outer, cst.FunctionDef) else None
+        if function is None:
+            return False
+        start = self.source.span(function)[0]
+        return any(
+            isinstance(self.tree.running_block(call), cst.Module)
+            and self.tree.scope_of(call) is self.tree.scope_of(function)
+            and self.source.span(call)[0] < start
+            and self._needs_cuda(call)
+            for call in self.tree.index.calls
+        )
+
+    def _needs_cuda(self, call: cst.Call) -> bool:
+        effects = self.effects(call, constructors=True)
+        return effects is not None and bool(effects.cuda)
 
     def _summary_of(self, path: str) -> Summary | None:
         if Path(path).resolve() == Path(self.source.path).resolve():

@@ -103,7 +103,37 @@ class ScalerAnalysis:
         spelled = dotted_name(expr)
         if spelled is None:
             return False
-        return spelled in self.constructed_names or is_scaler_name(spelled.split(".")[-1])
+        if spelled in self.constructed_names:
+            return True
+        if not is_scaler_name(spelled.split(".")[-1]):
+            return False
+        # A scaler by its name only where it is used as one (`X.scale(loss).backward()`), or
+        # where the file does not show what it is (a parameter, a member set elsewhere):
+        # fairscale's `layer_scaler = LayerwiseGradientScaler(...)` steps without scaling.
+        return spelled in self._scaling_spellings or spelled not in self._call_bound_names
+
+    @functools.cached_property
+    def _scaling_spellings(self) -> frozenset[str]:
+        """Receivers of a ``.scale(...)`` whose result is backpropagated (directly, or through
+        a name bound to it)."""
+        found = set()
+        for call in self.tree.index.calls:
+            if not self.training.is_tensor_backward(call) or not isinstance(call.func, cst.Attribute):
+                continue
+            target = call.func.value
+            if isinstance(target, cst.Name):
+                bound = self.bindings.single_value(target)
+                target = bound if bound is not None else target
+            if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value == "scale":
+                spelled = dotted_name(target.func.value)
+                if spelled is not None:
+                    found.add(spelled)
+        return frozenset(found)
+
+    @functools.cached_property
+    def _call_bound_names(self) -> frozenset[str]:
+        """Dotted targets the file assigns the result of some call."""
+        return self.bindings.assigned_targets(lambda value: isinstance(value, cst.Call))
 
     @functools.cached_property
     def calls(self) -> list[ScalerCall]:

@@ -82,7 +82,10 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     and an input cast bound to a name is not flagged
     when every later read of that name goes to a frozen module (LatentSync's `mel`, read
     only by its frozen fp16 SyncNet) or runs under an autocast of the cast's own dtype,
-    where the cast changes nothing the message could ask for.
+    where the cast changes nothing the message could ask for. From round S: a cast that
+    comes after every tensor backward of its function, in no loop that holds one, is not
+    a training cast (LLM-Pruner halves the pruned model to save and evaluate it, after the
+    backward that scored its weights).
 
     ## Why is this bad?
     Casting the model or its inputs to float16/bfloat16 by hand makes every op run in
@@ -134,6 +137,20 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     requires = (frozenset({".backward", ".step()", "*scaler", "GradScaler"}),)
 
     VALID = (
+        # After the function's training: the pruned model is halved to save and evaluate.
+        """
+        import torch
+
+        def main(model, pruner, batch, args):
+            for step in range(args.steps):
+                loss = model(batch).loss
+                loss.backward()
+                pruner.step()
+            model.half()
+            torch.save({"model": model}, "pruned.bin")
+            with torch.no_grad():
+                model.generate(batch)
+        """,
         "model = model.half()\n",  # no training in this file
         """
         import torch
@@ -532,7 +549,24 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         spelled = dotted_name(receiver)
         if spelled is not None and self.context.analysis.training.is_frozen(spelled):
             return False
-        return not self._passed_to_frozen(node)
+        return not self._passed_to_frozen(node) and not self._after_training(node)
+
+    def _after_training(self, node: cst.Call) -> bool:
+        """Does the cast come after its function's training: every tensor backward of the
+        function before it, none in a loop around it (LLM-Pruner halves the pruned model to
+        save and evaluate it, after the backward that scored its weights)?"""
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(node)
+        backwards = [
+            call
+            for call in tree.index.calls
+            if tree.scope_of(call) is scope and self.context.analysis.training.is_tensor_backward(call)
+        ]
+        start = self.context.span(node)[0]
+        if not backwards or any(self.context.span(call)[0] > start for call in backwards):
+            return False
+        loops = [ancestor for ancestor in tree.ancestors(node) if isinstance(ancestor, (cst.For, cst.While))]
+        return not any(tree.within(call, loop) for call in backwards for loop in loops)
 
     # -- a model or its inputs ----------------------------------------------------------------
 

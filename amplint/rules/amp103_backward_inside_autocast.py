@@ -24,7 +24,12 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     under autocast; and, a decision of amplint's that RULES.md leaves open, test modules
     (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), where a backward under
     autocast is timed or compared on purpose (torch-ngp's benchmarks, llm-foundry's
-    determinism test), as AMP101 and AMP105 are.
+    determinism test), as AMP101 and AMP105 are. Also amplint's decision, from rounds R and
+    S: a backward that runs only while the block's autocast is off — in the `else` of `if
+    flag:` (or under `if not flag:`) where `flag` is the block's `enabled=` (STCN), or the
+    condition under which alone the `with` item's name is bound to the autocast (DSVT:
+    `ctx = nullcontext()`, `if fp16: ctx = autocast()`) — runs in float32 and is not
+    reported.
 
     Across functions and files: a call inside an autocast block to a function or method
     of the project (this file or another) that runs a training step's backward
@@ -141,6 +146,25 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         """,
     )
     INVALID = (
+        # DSVT's trainer: the autocast is the context only under `if fp16:`, so only the
+        # scaled backward of that branch runs under it.
+        Invalid(
+            """
+            import torch
+            from contextlib import nullcontext
+            def step(model, x, fp16, scaler):
+                ctx = nullcontext()
+                if fp16:
+                    ctx = torch.cuda.amp.autocast()
+                with ctx:
+                    loss = model(x).sum()
+                    if fp16:
+                        scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+            """,
+            count=1, line=10, column=13, message="Backward pass inside an autocast block",
+        ),
         # STCN's trainer: the scaled backward in the flag-on branch runs under autocast; the
         # plain one in the else runs only with autocast off (not reported: count=1).
         Invalid(
@@ -240,13 +264,16 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         self.report(node, f"{self.summary}{block.use.origin}", fix=self._dedent_fix(node, block.statement))
 
     def _runs_only_disabled(self, node: cst.CSTNode, block: AutocastBlock) -> bool:
-        """Does ``node`` run only when the block's ``enabled=`` flag is off: in the ``else``
-        of ``if flag:`` or under ``if not flag:`` (STCN: ``with autocast(enabled=amp): ...
-        if amp: scaler.scale(loss).backward() else: loss.backward()``)?"""
+        """Does ``node`` run only when the block's autocast is off: in the ``else`` of ``if
+        flag:`` (or under ``if not flag:``) where ``flag`` is its ``enabled=`` (STCN: ``with
+        autocast(enabled=amp): ... if amp: scaler.scale(loss).backward() else:
+        loss.backward()``), or the condition under which the ``with`` item's name is bound
+        to the autocast at all (DSVT: ``ctx = nullcontext()``, ``if fp16: ctx =
+        autocast()``)?"""
         enabled = block.use.enabled_expr
-        if enabled is None:
+        flag = self.context.module.code_for_node(enabled) if enabled is not None else self._binding_condition(block)
+        if flag is None:
             return False
-        flag = self.context.module.code_for_node(enabled)
         tree = self.context.analysis.tree
         for ancestor in tree.ancestors(node):
             if ancestor is block.statement:
@@ -262,6 +289,30 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             if in_else != negated:
                 return True
         return False
+
+    def _binding_condition(self, block: AutocastBlock) -> str | None:
+        """The test of the ``if`` whose body alone binds the ``with`` item's name to an
+        autocast, every other binding being something else (``nullcontext()``)."""
+        item = block.item.item
+        if not isinstance(item, cst.Name):
+            return None
+        analysis = self.context.analysis
+        tests = set()
+        for binding in analysis.bindings.assignments(item):
+            statement = analysis.tree.statement_of(binding.node)
+            if not isinstance(statement, cst.SimpleStatementLine) or not statement.body:
+                return None
+            value = statement.body[0]
+            if not isinstance(value, cst.Assign) or not isinstance(value.value, cst.Call):
+                return None
+            if "autocast" not in (self.qualified_name(value.value.func) or self.context.module.code_for_node(value.value.func)):
+                continue
+            block_of = analysis.tree.parent(statement)
+            parent = analysis.tree.parent(block_of) if block_of is not None else None
+            if not isinstance(parent, cst.If) or not analysis.tree.within(statement, parent.body):
+                return None
+            tests.add(self.context.module.code_for_node(parent.test))
+        return tests.pop() if len(tests) == 1 else None
 
     def _in_custom_backward(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in the ``backward`` of a ``torch.autograd.Function``? That code runs

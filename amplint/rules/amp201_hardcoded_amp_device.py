@@ -97,7 +97,16 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     called only from a `main` that sets up DDP on a CUDA device), and in a function
     that also uses `torch.cuda.amp` (PixArt's `train` opens `torch.cuda.amp.autocast`
     beside `torch.autocast("cuda")`: its author wrote CUDA-only AMP, which AMP001
-    reports where the target torch deprecates it).
+    reports where the target torch deprecates it). From rounds R and later, across files:
+    `self.device` inherited from a project base class (in this file or another) that sets
+    it only to CUDA is CUDA-bound (neosr's models); and a call of a project function or
+    class (in any file, at most three calls deep, through constructors' `__init__`) that
+    makes such a CUDA-requiring call unconditionally requires CUDA, on the autocast's path
+    or, for a function, at module level before its definition (LGM's scripts build
+    `model = LGM(opt)`, whose renderer makes a `device="cuda"` tensor, then define the
+    `process` that opens the autocast); and so does every method of a class whose
+    `__init__` requires CUDA unconditionally (map-anything's wrappers call
+    `torch.cuda.get_device_capability()` there).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -433,6 +442,22 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
         def run():
             dist.init_process_group('nccl')
+        """,
+        # The class cannot be built without CUDA: its constructor asks the GPU's capability
+        # (map-anything's model wrappers), so `device` in its methods is a CUDA device.
+        """
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+                self.bf16 = torch.cuda.get_device_capability()[0] >= 8
+
+            def forward(self, x):
+                device = x.device
+                with torch.autocast("cuda", dtype=torch.bfloat16 if self.bf16 else torch.float16):
+                    return self.model(x.to(device))
         """,
         # Staging a model in host memory is no device choice (LMOps's Megatron converter).
         """
@@ -1069,6 +1094,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             or devices.requires_cuda(node, on_its_path=True)
             or devices.callers_require_cuda(node, on_its_path=True)
             or self._scope_uses_cuda_amp(node)
+            or self.context.analysis.project.requires_cuda(node)
         ):
             return
         if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):

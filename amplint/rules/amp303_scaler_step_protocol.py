@@ -77,6 +77,18 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     requires = (frozenset({".step", ".unscale_"}),)
 
     VALID = (
+        # Named like a scaler, but built as something else and never used to scale a loss
+        # (fairscale's LayerwiseGradientScaler, which updates its scale in its own step).
+        """
+        import torch
+        from fairscale.optim.layerwise_gradient_scaler import LayerwiseGradientScaler
+
+        def train(model, optimizer, x):
+            layer_scaler = LayerwiseGradientScaler(model, [], 2**13)
+            loss = model(x).sum()
+            loss.backward()
+            layer_scaler.step(optimizer)
+        """,
         """
         def f(loss, opt, scaler):
             scaler.scale(loss).backward()
