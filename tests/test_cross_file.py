@@ -558,9 +558,11 @@ def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
     cuda = _project(tmp_path / "cuda", {**files, "core/renderer.py": renderer.format(line='self.bg = torch.ones(3, device="cuda")')})
     assert _check(cuda, "infer.py", "AMP201") == []
     assert _check(cuda, "main.py", "AMP201") == []
-    # Only under a branch, or nothing CUDA-bound at all: the device variable is a real choice.
+    # Only under a branch, after an early return, or nothing CUDA-bound at all: the device
+    # variable is a real choice (traiNNer's init_distributed returns before set_device).
     branch = renderer.format(line='if opt.gpu:\n            self.bg = torch.ones(3, device="cuda")')
-    for name, line in (("branch", branch), ("plain", renderer.format(line="self.bg = torch.ones(3)"))):
+    early = renderer.format(line='if opt is None:\n            return\n        self.bg = torch.ones(3, device="cuda")')
+    for name, line in (("branch", branch), ("early", early), ("plain", renderer.format(line="self.bg = torch.ones(3)"))):
         root = _project(tmp_path / name, {**files, "core/renderer.py": line})
         assert [(code, row) for code, row, _ in _check(root, "infer.py", "AMP201")] == [("AMP201", 10)]
         assert [(code, row) for code, row, _ in _check(root, "main.py", "AMP201")] == [("AMP201", 8)]

@@ -404,6 +404,8 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\nRUN pip install h5py\n"}, (1, 9)),
         ({"Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, (1, 13)),
         ({"Dockerfile.train": "FROM ubuntu:22.04\nRUN pip install torch==2.0.1\n"}, (2, 0)),
+        # neuralangelo's docker/Dockerfile-neuralangelo starts from NGC 23.04 (a 2.1 prerelease).
+        ({"docker/Dockerfile-neuralangelo": "FROM nvcr.io/nvidia/pytorch:23.04-py3\n"}, (1, 13)),
         # A recent NGC release holds at least 2.4; a build file's comments are not prose; a
         # Dockerfile elsewhere than the folder or its docker/ is not read.
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:25.01-py3\n"}, (2, 4)),

@@ -648,8 +648,10 @@ class DeviceAnalysis:
             return True
         if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
             return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and qualified is None:
-            return True  # `model.cuda()`, `x.cuda(rank)`
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and (
+            qualified is None or isinstance(call.func.value, cst.Call)
+        ):
+            return True  # `model.cuda()`, `x.cuda(rank)`, `torch.tensor([1]).cuda()`
         if any(
             arg.keyword is not None and arg.keyword.value == "device" and self._is_cuda_device_argument(arg.value)
             for arg in call.args

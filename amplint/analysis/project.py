@@ -108,8 +108,13 @@ class ProjectAnalysis:
             entry = functions[key]
             line = self.source.location(self.source.span(call)[0]).row
             text = _short(self.source.module.code_for_node(call.func))
-            # Runs whenever the function does: in its body, not under a branch or a loop.
-            always = isinstance(scope, cst.FunctionDef) and self.tree.running_block(call) is scope.body
+            # Runs whenever the function does: in its body, not under a branch or a loop, and
+            # before any `return` (traiNNer's init_distributed returns early without DDP).
+            always = (
+                isinstance(scope, cst.FunctionDef)
+                and self.tree.running_block(call) is scope.body
+                and not any(start < self.source.span(call)[0] for start in self._returns(scope))
+            )
             if always and self.devices.call_requires_cuda(call):
                 entry["cuda"].append([line, f"{text}(...)"])
             if self.is_bce(call):
@@ -129,6 +134,18 @@ class ProjectAnalysis:
             "members": self.values.class_members,
             "device_gated": self.devices.device_gated,
         }
+
+    def _returns(self, function: cst.FunctionDef) -> list[int]:
+        """Where the ``return`` statements of ``function`` (not of functions inside it) start."""
+        return self._return_starts.get(function, [])
+
+    @functools.cached_property
+    def _return_starts(self) -> dict[cst.CSTNode, list[int]]:
+        found: dict[cst.CSTNode, list[int]] = {}
+        for node in self.tree.parents:
+            if isinstance(node, cst.Return):
+                found.setdefault(self.tree.scope_of(node), []).append(self.source.span(node)[0])
+        return found
 
     def _trains(self, backward: cst.Call) -> bool:
         """Is this backward a training step's — a scaled backward, a loss's

@@ -171,8 +171,9 @@ class ScalerAnalysis:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "scale":
                 return True
-            if call.args and self.is_scaler(func):
-                return True
+            spelled = dotted_name(func)
+            if call.args and spelled is not None and (spelled in self.constructed_names or is_scaler_name(spelled.split(".")[-1])):
+                return True  # by its name alone: `self.loss_scaler = NativeScaler()` scales in its call
         return False
 
     def scaled_backward_scaler(self, call: cst.Call) -> str | None:

@@ -70,10 +70,11 @@ _INSTALL_ONLY = re.compile(
 # BinauralGrad's prepare_env.sh `torch==1.7.0`, UniAudio's requirement.sh `torch==2.0.1`):
 # its commands only.
 _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup|requirement)[\w.-]*\.sh$", re.IGNORECASE)
-# A container build file (`Dockerfile`, `Dockerfile.train`, `gpu.Dockerfile`), in the folder
+# A container build file (`Dockerfile`, `Dockerfile.train`, `Dockerfile-neuralangelo`,
+# `gpu.Dockerfile`), in the folder
 # or its `docker/` (FourCastNet's `docker/Dockerfile` starts from NGC's 21.11 image): its
 # base image and its commands.
-_CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:\.[\w.-]+)?|[\w.-]+\.dockerfile)$", re.IGNORECASE)
+_CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:[.-][\w.-]+)?|[\w.-]+\.dockerfile)$", re.IGNORECASE)
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)

@@ -252,7 +252,9 @@ class SyntaxErrorRule(Rule[SourceContext], code=PARSE_ERROR, name="syntax-error"
 
     amplint is not a syntax checker: a file that contains none of the enabled rules'
     trigger words (such as `amp`, `autocast`, `GradScaler`, `backward`) is never parsed,
-    so a syntax error there is not reported. An empty file is valid Python.
+    so a syntax error there is not reported; likewise a Jupyter notebook that is not valid
+    nbformat 4 JSON is reported only when its text holds such a word. An empty file is
+    valid Python.
 
     ## Why is this bad?
     A file amplint cannot parse is a file it cannot check: an AMP mistake in it would

@@ -265,6 +265,10 @@ def _process_source(path: str, data: bytes, job: Job) -> FileReport:
     try:
         source = job.decode(path, data)
     except SourceError as error:
+        if container and not any(not rule.engine_code for rule in rules_for(data.decode("utf-8", "replace"), rules)):
+            # As for a .py file that does not parse: without any rule's trigger words the
+            # file is not amplint's business (torchrec's Bento exports lack `nbformat`).
+            return _filter_codes(report, rules)
         location = Location(error.row, error.column)
         message = str(error) if container or str(error).startswith("cannot ") else f"cannot decode: {error}"
         report.diagnostics.append(file_diagnostic(path, PARSE_ERROR, message, location))

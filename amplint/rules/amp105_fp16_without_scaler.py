@@ -91,6 +91,25 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     requires = (frozenset({".backward"}),)
 
     VALID = (
+        # MixFormer's trainer builds timm's NativeScaler itself and calls it with the loss.
+        """
+        import torch
+        from timm.utils import NativeScaler
+
+        class Trainer:
+            def __init__(self, net, optimizer):
+                self.net, self.optimizer = net, optimizer
+                self.loss_scaler = NativeScaler()
+
+            def step(self, x, amp):
+                with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                    loss = self.net(x).sum()
+                if not amp:
+                    loss.backward()
+                    self.optimizer.step()
+                else:
+                    self.loss_scaler(loss, self.optimizer, parameters=self.net.parameters())
+        """,
         # A forward/backward benchmark: no optimizer ever steps on these gradients.
         """
         import torch

@@ -459,6 +459,16 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 with torch.autocast("cuda", dtype=torch.bfloat16 if self.bf16 else torch.float16):
                     return self.model(x.to(device))
         """,
+        # `.cuda()` on a tensor just made requires CUDA like any `.cuda()` (torchrec's tutorial).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def main(x):
+            dist.init_process_group(backend="nccl")
+            values = torch.tensor([1, 2]).cuda()
+            print(x.to(torch.device("cpu")), values)
+        """,
         # Staging a model in host memory is no device choice (LMOps's Megatron converter).
         """
         import torch
