@@ -352,7 +352,7 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
             (1, 13),
         ),
         # A new code block starts in the folder again: `requirements.txt` there names no torch.
-        ({"README.md": "```\ncd ImageBind\n```\n```\npip install -r requirements.txt\n```\n", "ImageBind/requirements.txt": "torch==1.13.0\n"}, None),
+        ({"README.md": "```\ncd ImageBind\n```\n```\npip install -r requirements.txt\n```\n", "ImageBind/requirements.txt": "torch==1.13.0\n", "other/requirements.txt": "torch>=2.4\n"}, None),
         ({"README.md": "pip install -r reqs/base.txt\n", "reqs/base.txt": "numpy\ntorch>=1.10  # cuda\n"}, (1, 10)),
         # Only requirements files (.txt) count.
         ({"README.md": "pip install -r requirements-dev.in\n", "requirements-dev.in": "torch==1.8\n"}, None),
@@ -370,7 +370,7 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # Another package, or a document that is neither README nor INSTALL (nor docs/INSTALL).
         ({"README.md": "pip install torchvision==0.9.0 pytorch-lightning==1.5 torch_scatter==2.0\n"}, None),
         ({"README.md": "Built on torchvision 0.9, torch.compile and torch.cuda.amp.\n"}, None),
-        ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n", "docs/README.md": "torch 1.6\n"}, None),
+        ({"docs.md": "conda install pytorch==1.8.0\n", "CHANGELOG.md": "torch>=1.6\n", "docs/README.md": "torch 1.6\n", "other/requirements.txt": "torch>=2.4\n"}, None),
         # bevfusion's README: a Markdown link and an escaped `<` between the name and the version.
         ({"README.md": "- [PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \\<= 1.10.2\n"}, (1, 9)),
         # LMOps's vendored fairseq README: "version" between the name and the operator.
@@ -410,9 +410,11 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # Dockerfile elsewhere than the folder or its docker/ is not read.
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:25.01-py3\n"}, (2, 4)),
         ({"Dockerfile": "FROM pytorch/pytorch:latest\n# tested with PyTorch 1.6\n"}, None),
-        ({"tools/Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, None),
+        ({"tools/Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n", "other/requirements.txt": "torch>=2.4\n"}, None),
     ],
 )
+# (Cases that show what a folder does not read add `other/requirements.txt`, a second
+# folder that bounds torch: with one only, that one would speak for the whole project.)
 def test_a_readme_or_install_document_declares_torch_where_no_file_does(
     tmp_path: Path, documents: dict[str, str], target: tuple[int, int] | None
 ) -> None:
@@ -505,7 +507,7 @@ def test_the_cache_follows_a_requirements_file_a_readme_names(tmp_path: Path) ->
         # equiformer's conda environments live in env/ (its docs say `conda env create -f env/...`).
         ({"env/env_equiformer.yml": "name: equiformer\ndependencies:\n  - pytorch=1.10.2=py3.9_cuda11.3\n"}, (1, 10)),
         ({"conda/environment.yaml": "dependencies:\n  - pytorch>=1.13\n"}, (1, 13)),
-        ({"configs/env.yml": "dependencies:\n  - pytorch=1.10.2\n"}, None),
+        ({"configs/env.yml": "dependencies:\n  - pytorch=1.10.2\n", "other/requirements.txt": "torch>=2.4\n"}, None),
     ],
 )
 def test_companion_pins_and_environment_folders_declare_torch(
@@ -579,3 +581,28 @@ def test_a_bare_torch_in_a_nearer_folder_does_not_hide_a_bound_above_it(tmp_path
     # A bound nearer still wins over one further up.
     _project(root, {"b/README.md": "pip install torch==1.8\n"})
     assert project_facts(root, file=root / "b/proj/x.py").target_torch == (2, 4)
+
+
+def test_the_only_folder_that_bounds_torch_speaks_for_a_project_that_states_it_once(tmp_path: Path) -> None:
+    # Nystromformer states "pytorch==1.7.1" only in LRA/README.md; code/ elsewhere is the
+    # same paper's. Two folders that bound torch differently (a monorepo of independent
+    # projects) speak for neither's neighbours.
+    root = _project(tmp_path / "one", {"LRA/README.md": "pip install pytorch==1.7.1\n", "code/run.py": "", "LRA/code/x.py": ""})
+    assert project_facts(root, file=root / "code/run.py").target_torch == (1, 7)
+    assert project_facts(root, file=root / "LRA/code/x.py").target_torch == (1, 7)
+    two = _project(
+        tmp_path / "two",
+        {"A/requirements.txt": "torch==1.8\n", "B/requirements.txt": "torch>=2.4\n", "C/train.py": "", "A/x.py": ""},
+    )
+    assert project_facts(two, file=two / "C/train.py").target_torch is None
+    assert project_facts(two, file=two / "A/x.py").target_torch == (1, 8)
+    # Hidden folders and environments are no statement of the project's.
+    hidden = _project(tmp_path / "hidden", {".venv/lib/requirements.txt": "torch==1.8\n", "train.py": ""})
+    assert project_facts(hidden, file=hidden / "train.py").target_torch is None
+
+
+def test_the_cache_follows_the_folder_that_states_the_torch(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "code/train.py": OLD_AUTOCAST, "LRA/README.md": "pytorch==1.7.1\n"})
+    assert _codes(root, root / "code/train.py") == []
+    _project(root, {"LRA/README.md": "pytorch==2.5\n"})
+    assert _codes(root, root / "code/train.py") == ["AMP001"]

@@ -329,7 +329,7 @@ class DeviceAnalysis:
                 ranks[1].add(variable.text)
             elif variable.kind == "self" and self._self_device_usable(scope, node):
                 ranks[2].add(variable.text)
-            elif variable.kind == "attribute" and self.source.span(variable.expr)[0] < start:
+            elif variable.kind == "attribute" and self.source.span(variable.expr)[0] < start and self._root_bound(variable.expr, node):
                 ranks[3].add(variable.text)
         for rank in ranks[:2] if strict else ranks:
             if len(rank) == 1:
@@ -337,6 +337,20 @@ class DeviceAnalysis:
             if len(rank) > 1:
                 return None
         return None
+
+    def _root_bound(self, expr: cst.BaseExpression, node: cst.CSTNode) -> bool:
+        """Is the name ``expr`` (``z.device``) reads from bound whenever ``node`` runs: a
+        parameter or a name bound on every path to it? FastVideo binds ``z`` in one branch
+        only, so ``z.device`` there would raise UnboundLocalError on the others."""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        bindings = self.bindings.of(root)
+        if any(isinstance(binding, Assignment) and isinstance(binding.node, cst.Param) for binding in bindings):
+            return True
+        return self.bindings.bound_on_every_path(root, node)
 
     def _name_bound_before(self, name: cst.CSTNode, node: cst.CSTNode) -> bool:
         bindings = self.bindings.assignments(name, "device")

@@ -252,6 +252,8 @@ class ProjectAnalysis:
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is scope and self.devices.on_path(call, node, statement) and self._needs_cuda(call):
                 return True
+        if isinstance(scope, cst.Module) and self._main_requires_cuda():
+            return True
         function = scope if isinstance(scope, cst.FunctionDef) else None
         while function is not None and not isinstance(self.tree.parent(self.tree.statement_of(function) or function), cst.Module):
             outer = self.tree.scope_of(function)
@@ -267,6 +269,20 @@ class ProjectAnalysis:
             for call in self.tree.index.calls
         )
 
+    def _main_requires_cuda(self) -> bool:
+        """Does the script's ``if __name__ == "__main__":`` block, which runs whenever its
+        module-level code does as a script, call something that needs CUDA (CLIP4Clip
+        initialises NCCL at module level; its ``main()`` sets the CUDA device)?"""
+        for statement in self.source.module.body:
+            if not (isinstance(statement, cst.If) and _is_main_guard(statement.test)):
+                continue
+            for call in self.tree.index.calls:
+                if self.tree.running_block(call) is statement.body and (
+                    self.devices.call_requires_cuda(call) or self._needs_cuda(call)
+                ):
+                    return True
+        return False
+
     def _needs_cuda(self, call: cst.Call) -> bool:
         effects = self.effects(call, constructors=True)
         return effects is not None and bool(effects.cuda)
@@ -281,3 +297,16 @@ def _short(text: str, limit: int = 40) -> str:
     """A callee as messages show it: ``loss.backward``, or ``….backward`` when long."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else "…." + flat.rsplit(".", 1)[-1]
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = (test.left, target.comparator)
+    return any(isinstance(side, cst.Name) and side.value == "__name__" for side in sides) and any(
+        isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides
+    )

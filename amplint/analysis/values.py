@@ -251,10 +251,13 @@ class Values:
 
 def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
     """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``,
-    ``torch.device("cuda")``, ``torch.device("cuda", 0)``, and a conditional of these."""
+    ``torch.device("cuda")``, ``torch.device("cuda", 0)``, ``torch.device(0)``, and a
+    conditional of these."""
     if isinstance(expr, cst.IfExp):
         return is_cuda_literal_device(names, expr.body) and is_cuda_literal_device(names, expr.orelse)
     if isinstance(expr, cst.Call) and names.resolve(expr.func) in DEVICE_CONSTRUCTORS and expr.args:
+        if isinstance(expr.args[0].value, cst.Integer):
+            return True  # `torch.device(0)`: an index alone names a CUDA device (LoftQ)
         return is_cuda_literal_device(names, expr.args[0].value)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
         template = expr.func.value

@@ -280,8 +280,10 @@ def project_facts(
     target = parse_torch_version(target_torch) if target_torch else None
     # The nearest folder that bounds torch: a bare `torch` says nothing about the release
     # (LMOps's vendored fairseq lists one; the README above it installs in PyTorch's 1.7.1
-    # image). Several declarations in it (requirements.txt and pyproject): the oldest must work.
-    nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in declarations) if bounds), [])
+    # image). Several declarations in it (requirements.txt and pyproject): the oldest must
+    # work. Where none does, the project's only folder that bounds torch (see torch_folders).
+    searched = [declared_requirements(folder) for folder in torch_folders(root, file)]
+    nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in searched) if bounds), [])
     if target is None and nearest:
         target = min(nearest)
     declares_amplint = any(declared.amplint for declared in declarations)
@@ -291,6 +293,51 @@ def project_facts(
 
 def _bounds(requirements: Iterable[Requirement]) -> list[TorchVersion]:
     return [bound for bound in map(lowest_admitted, requirements) if bound is not None]
+
+
+def torch_folders(root: Path, file: Path | None = None) -> list[Path]:
+    """The folders the target torch of ``file`` is read from: its own and each parent up to
+    ``root``; and where none of them bounds torch, the one folder of the project that does,
+    if there is exactly one (Nystromformer states "pytorch==1.7.1" only in `LRA/README.md`,
+    UniAudio only in `UniAudio/requirement.sh`). Where several folders bound torch, as in
+    a monorepo of independent projects (MONAI's research-contributions, Microsoft's Cream),
+    none speaks for the others."""
+    folders = declaring_folders(root, file)
+    if any(_bounds(declared_requirements(folder).torch) for folder in folders):
+        return folders
+    only = _sole_torch_folder(root.resolve())
+    return [*folders, only] if only is not None and only not in folders else folders
+
+
+# Folders never searched for the project's torch: tools' and environments' own.
+_NOT_PROJECT_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "__pycache__", "build", "dist"})
+_PROJECT_FOLDER_LIMIT = 5000
+
+
+@functools.lru_cache(maxsize=64)
+def _sole_torch_folder(root: Path) -> Path | None:
+    """The only folder under ``root`` (hidden and environment folders aside; at most
+    ``_PROJECT_FOLDER_LIMIT`` searched) whose declarations bound torch, or None."""
+    found: Path | None = None
+    pending, seen = [root], 0
+    while pending and seen < _PROJECT_FOLDER_LIMIT:
+        folder = pending.pop()
+        seen += 1
+        try:
+            with os.scandir(folder) as entries:
+                children = sorted(
+                    entry.name
+                    for entry in entries
+                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and entry.name not in _NOT_PROJECT_FOLDERS
+                )
+        except OSError:
+            continue
+        pending.extend(folder / name for name in reversed(children))
+        if _declaration_names(folder) and _bounds(declared_requirements(folder).torch):
+            if found is not None:
+                return None
+            found = folder
+    return found if not pending else None
 
 
 def declaring_folders(root: Path, file: Path | None = None) -> list[Path]:

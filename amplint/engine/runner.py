@@ -31,9 +31,9 @@ from amplint.engine.index import ProjectIndex, shared_index
 from amplint.engine.project import (
     ProjectFacts,
     declaration_files,
-    declaring_folders,
     folder_key,
     project_facts,
+    torch_folders,
 )
 from amplint.engine.source import SourceError, SourceFile, decode
 from amplint.engine.workers import Died, TimedOut, run_tasks
@@ -142,7 +142,7 @@ class Job:
         cached result is dropped when one changes."""
         if self.project is not None or path == "-":
             return {}
-        folders = declaring_folders(Path(self.settings.project_root), Path(path))
+        folders = torch_folders(Path(self.settings.project_root), Path(path))
         files = {str(file): _file_digest(file) for file in declaration_files(folders)}
         # A declaration file that appears later (a new requirements.txt) matters too.
         listings = {folder_key(folder): folder_digest(folder) for folder in folders}

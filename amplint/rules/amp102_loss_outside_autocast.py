@@ -122,7 +122,9 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     features a float32 head trains on after the block, as in MSN's linear evaluation):
     nothing differentiable ran under autocast, and — a decision of
     amplint's — losses whose inputs from the block are explicitly upcast
-    (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), evaluation code with no
+    (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), `binary_cross_entropy`
+    and `nn.BCELoss` (autocast refuses them: moving one into the block would raise, which
+    AMP104 reports; RoboFlamingo computes its gripper loss after the block), evaluation code with no
     backward, blocks with `enabled=False`, methods of other objects whose *receiver*
     merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`), and test
     modules (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), whose losses
@@ -174,6 +176,17 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     requires = (frozenset({".backward"}),)
 
     VALID = (
+        # binary_cross_entropy raises under autocast: computed after the block on purpose.
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(model, x, y):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                probs = torch.sigmoid(model(x))
+            loss = F.binary_cross_entropy(probs.float(), y) + F.binary_cross_entropy(probs, y)
+            loss.backward()
+        """,
         # The block moves the batch and runs the frozen encoder; the trained head and its
         # loss run in float32 after it (MSN's linear evaluation).
         """
@@ -357,8 +370,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
         calls = _Calls()
         statement.visit(calls)
         for call in calls.calls:
-            if not self.context.analysis.training.is_loss_call(call):
-                continue
+            if not self.context.analysis.training.is_loss_call(call) or self.context.analysis.project.is_bce(call):
+                continue  # binary_cross_entropy raises under autocast: after the block is its place
             arguments = _Calls()
             for arg in call.args:
                 if not self._upcast(arg.value):

@@ -29,7 +29,11 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
 
     Not flagged: files without such an autocast block, and calls inside an
     autocast-disabled region (`with torch.autocast(..., enabled=False):`), which is the
-    workaround PyTorch recommends when the probabilities really are needed.
+    workaround PyTorch recommends when the probabilities really are needed. Also not
+    flagged, a decision of amplint's from round U: a functional BCE call in a function
+    that opens autocast blocks of its own and makes the call outside all of them
+    (RoboFlamingo's gripper loss after the block); it does not run under autocast there.
+    RULES.md's letter is file-wide; this keeps its premise.
 
     When the input is visibly a sigmoid of logits — written in the call
     (`torch.sigmoid(logits)`, `logits.sigmoid()`), or assigned just before it in the same
@@ -113,6 +117,17 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     requires = (frozenset({"*autocast"}),)
 
     VALID = (
+        # After the function's own autocast block: the BCE runs in float32 (RoboFlamingo).
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train_step(model, x, y):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model(x)
+            loss = F.binary_cross_entropy(torch.sigmoid(logits.float()), y)
+            loss.backward()
+        """,
         """
         import torch.nn.functional as F
         loss = F.binary_cross_entropy(p, y)
@@ -273,6 +288,19 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         ]
         return bool(unsafe_blocks) and not autocast.in_disabled_region(node)
 
+    def _after_own_blocks(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` a functional BCE call in a function that opens autocast blocks of its
+        own and runs it outside all of them (RoboFlamingo computes its gripper BCE after the
+        block)? Called like that, it does not run under autocast. (An `nn.BCELoss()` built
+        outside a block may still be called inside one.)"""
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(node)
+        if not isinstance(scope, cst.FunctionDef) or not isinstance(node, cst.Call):
+            return False
+        autocast = self.context.analysis.autocast
+        own = [block for block in autocast.blocks if tree.scope_of(block.statement) is scope]
+        return bool(own) and autocast.enclosing(node) is None
+
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.qualified_name(node.func)
         if qualified not in BCE_MODULES and qualified not in BCE_FUNCTIONS:
@@ -280,7 +308,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             return
         if qualified in BCE_MODULES and self._applies(node):
             self.report(node, "`nn.BCELoss` raises under CUDA autocast; use `nn.BCEWithLogitsLoss` on logits")
-        elif qualified in BCE_FUNCTIONS and self._applies(node):
+        elif qualified in BCE_FUNCTIONS and self._applies(node) and not self._after_own_blocks(node):
             self.report(
                 node,
                 f"`{qualified}` raises under CUDA autocast; use `binary_cross_entropy_with_logits` on logits",

@@ -70,7 +70,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     trainers read it all the time, so it is no device variable; so is `x.device` of a
     parameter annotated `torch.Tensor`, and of a name indexed by several axes or slices
     (`x[0, ...]`, `x[:, 1:]`). A `device` bound only
-    to CUDA (`device = torch.device("cuda")`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, a
+    to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
     `device.startswith("cuda")`; a test of another device, a tensor's, does not count) or
@@ -106,7 +106,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `model = LGM(opt)`, whose renderer makes a `device="cuda"` tensor, then define the
     `process` that opens the autocast); and so does every method of a class whose
     `__init__` requires CUDA unconditionally (map-anything's wrappers call
-    `torch.cuda.get_device_capability()` there).
+    `torch.cuda.get_device_capability()` there). Module-level code, (d) included, is
+    silent when the script's `if __name__ == "__main__":` block calls something that needs
+    CUDA (CLIP4Clip and GeneFace initialise NCCL at import; their `main()` sets the CUDA
+    device).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -458,6 +461,38 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 device = x.device
                 with torch.autocast("cuda", dtype=torch.bfloat16 if self.bf16 else torch.float16):
                     return self.model(x.to(device))
+        """,
+        # `torch.device(0)` is CUDA device 0: a CUDA-only script (LoftQ's GLUE trainer).
+        """
+        import torch
+
+        def main(model, x):
+            device = torch.device(0)
+            model.to(device)
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x.to(device)).sum()
+            scaler.scale(loss).backward()
+        """,
+        # NCCL set up at import; the script's main() sets the CUDA device (CLIP4Clip).
+        """
+        import torch
+
+        torch.distributed.init_process_group(backend="nccl")
+
+        def set_seed_logger(args):
+            torch.cuda.set_device(args.local_rank)
+            return args
+
+        def init_device(args):
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu", args.local_rank)
+
+        def main(args):
+            set_seed_logger(args)
+            return init_device(args)
+
+        if __name__ == "__main__":
+            main(parse_args())
         """,
         # `.cuda()` on a tensor just made requires CUDA like any `.cuda()` (torchrec's tutorial).
         """
@@ -875,6 +910,22 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """,
     )
     INVALID = (
+        # Reported, but no fix: the only device at hand, `z.device`, is bound on one branch
+        # (FastVideo: the rewrite would raise UnboundLocalError on the other).
+        Invalid(
+            """
+            import torch
+
+            def denoise(model, latents, ti2v):
+                if ti2v:
+                    z = latents.to("cuda")
+                    print(z.device)
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    return model(latents)
+            """,
+            unsafe=True,
+            line=7, column=25, message="hardcodes device type",
+        ),
         Invalid(
             """
               import torch
@@ -1181,7 +1232,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         devices = self.context.analysis.devices
         if devices.in_device_condition(node):
             return
-        if devices.requires_cuda(node) or devices.callers_require_cuda(node) or not devices.runs_elsewhere:
+        if (
+            devices.requires_cuda(node)
+            or devices.callers_require_cuda(node)
+            or not devices.runs_elsewhere
+            or self.context.analysis.project.requires_cuda(node)
+        ):
             return  # CUDA-only code: switching to gloo would not make it run anywhere new
         if self._runtime_allowed():
             variable = devices.expression_at(node, strict=True)
