@@ -104,4 +104,33 @@ class Compat:
                     sibling = ancestor.body
                 if sibling is not None and self.uses(sibling, is_replacement):
                     return True
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)) and self._after_early_return(ancestor, child, is_replacement):
+                return True
         return False
+
+    def _after_early_return(
+        self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode, is_replacement: Callable[[str], bool]
+    ) -> bool:
+        """Does an ``if`` earlier in ``block`` return the replacement, so that ``child`` runs
+        only where it is missing (EIGN: ``if hasattr(torch.amp, "GradScaler"): return
+        torch.amp.GradScaler(...)``, then ``return torch.cuda.amp.GradScaler(...)``)?"""
+        for statement in block.body:
+            if statement is child:
+                return False
+            if (
+                isinstance(statement, cst.If)
+                and statement.orelse is None
+                and not self._tests_device(statement.test)
+                and isinstance(statement.body, cst.IndentedBlock)
+                and statement.body.body
+                and _returns(statement.body.body[-1])
+                and self.uses(statement.body, is_replacement)
+            ):
+                return True
+        return False
+
+
+def _returns(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Return, cst.Raise)) for small in statement.body
+    )

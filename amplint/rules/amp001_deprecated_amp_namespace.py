@@ -64,7 +64,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     flagged), assignments to these names (monkeypatching), `torch.cuda.amp.common`
     (not deprecated), names shadowed by a local binding or bound differently on
     different paths, and compatibility fallbacks: an `except` clause whose `try` uses
-    `torch.amp`, or an `if`/`else` branch whose sibling does.
+    `torch.amp`, an `if`/`else` branch whose sibling does, or code after an `if` that
+    returns the `torch.amp` form (EIGN: `if hasattr(torch.amp, "GradScaler"): return
+    torch.amp.GradScaler(...)`, then `return torch.cuda.amp.GradScaler(...)`).
 
     ## Why is this bad?
     Every call emits a `FutureWarning`, and the namespaces are slated for removal. The
@@ -128,6 +130,15 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     requires = (frozenset({"cuda", "cpu"}),)
 
     VALID = (
+        # A fallback after an early return of the replacement (EIGN).
+        """
+        import torch
+
+        def make_scaler(device_type, enabled):
+            if hasattr(torch.amp, "GradScaler"):
+                return torch.amp.GradScaler(device_type, enabled=enabled)
+            return torch.cuda.amp.GradScaler(enabled=enabled)
+        """,
         # A probe for native AMP, not a use (poolformer, old timm).
         """
         import torch
@@ -207,6 +218,23 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         """,
     )
     INVALID = (
+        # A type in a `|` union annotation stays a type (EIGN; `functools.partial(...) | None`
+        # would raise at import without `from __future__ import annotations`).
+        Invalid(
+            """
+              import torch
+
+              def make(enabled):
+            -     return torch.cuda.amp.GradScaler(enabled=enabled)
+            +     return torch.amp.GradScaler("cuda", enabled=enabled)
+
+            - def step(scaler: torch.cuda.amp.GradScaler | None, loss):
+            + def step(scaler: torch.amp.GradScaler | None, loss):
+                  if scaler is not None:
+                      scaler.scale(loss).backward()
+            """,
+            count=2, line=4, column=12, message="deprecated",
+        ),
         Invalid(
             """
               import torch
@@ -809,7 +837,8 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
                 return parent.type is child
             if isinstance(
                 parent, (cst.Tuple, cst.Element, cst.Subscript, cst.SubscriptElement, cst.Index)
-            ):
+            ) or (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.BitOr)):
+                # `X | None` in an annotation is a type too (EIGN's `scaler: GradScaler | None`).
                 child, parent = parent, self._parent(parent)
                 continue
             if isinstance(parent, cst.Arg):

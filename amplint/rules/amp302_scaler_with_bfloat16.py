@@ -76,7 +76,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     Not flagged: float16-only blocks, code with any autocast block whose dtype is not
     statically known, `enabled=False`, a scaler built under a condition that names
     float16 itself or through the flag it tests (`self.do_grad_scaling = self.amp_dtype ==
-    torch.float16`, the HF Trainer), a scaler built under a flag named for bfloat16 when
+    torch.float16`, the HF Trainer), a scaler whose `enabled=` negates a bfloat16 flag
+    (`enabled=not use_bf16`, `use_amp and not opt.amp_bf16`, `dtype != torch.bfloat16`: off
+    exactly where bfloat16 runs; VggAE_Diffusion, traiNNer; RULES.md asks for a float16
+    word, this page accepts the negation too), a scaler built under a flag named for bfloat16 when
     every autocast that flag enables in the file is float16 (V-JEPA's evals open
     `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the name lies, the scaler is
     right; a decision of this page), bfloat16 weights cast for evaluation (under
@@ -128,6 +131,19 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
+        # The scaler is off exactly when the bfloat16 flag is on (VggAE_Diffusion, traiNNer).
+        """
+        import torch
+
+        def train(model, x, optimizer, use_bf16):
+            scaler = torch.amp.GradScaler("cuda", enabled=not use_bf16)
+            dtype = torch.bfloat16 if use_bf16 else torch.float16
+            with torch.autocast("cuda", dtype=dtype):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # A CUDA scaler (torch's default device) beside an autocast on CUDA or CPU: CPU's
         # default bfloat16 runs only where the scaler has disabled itself (MONAI's tutorials).
         """
@@ -512,7 +528,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         if arguments is None:
             return
         enabled = arguments.get("enabled")
-        if enabled is not None and (bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS)):
+        if enabled is not None and (
+            bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS) or _excludes_bfloat16(enabled)
+        ):
             return
         condition = self._condition(node)
         if condition is not None:
@@ -788,6 +806,28 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         editor.add(len(node.args), f"enabled={condition}")
         edit = editor.edit()
         return self.make_fix(f"Set `enabled={condition}`", [edit]) if edit is not None else None
+
+
+def _excludes_bfloat16(enabled: cst.BaseExpression) -> bool:
+    """Does ``enabled=`` turn the scaler off for bfloat16 by negating a bfloat16 flag or
+    comparing it away (``not use_bf16``, ``use_amp and not opt.amp_bf16``, ``dtype !=
+    torch.bfloat16``)? VggAE_Diffusion and traiNNer build `GradScaler(enabled=not use_bf16)`."""
+    words = frozenset({"bf16", "bfloat16"})
+    found = False
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+            nonlocal found
+            if isinstance(node.operator, cst.Not) and mentions(node.expression, words):
+                found = True
+
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            nonlocal found
+            if any(isinstance(target.operator, (cst.NotEqual, cst.IsNot)) for target in node.comparisons) and mentions(node, words):
+                found = True
+
+    enabled.visit(_Visitor())
+    return found
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:
