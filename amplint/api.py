@@ -58,6 +58,7 @@ from amplint.notebook import (
     parse_notebook,
 )
 from amplint.rules import catalog
+from amplint.rules import rule_by_code as _catalog_entry
 
 # Loading a rule (libcst, the analysis layer) costs more than a whole run over a cached
 # project: the modules that analyse are imported where a file is analysed.
@@ -118,10 +119,7 @@ def registry() -> tuple[RuleSpec, ...]:
 
 def rule_by_code(code: str) -> RuleSpec | None:
     """The rule with this code (any case) or name, if there is one."""
-    for rule in registry():
-        if rule.code == code.upper() or rule.name == code:
-            return rule
-    return None
+    return _catalog_entry(code)
 
 
 # -- options -----------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ class ProjectAnalysis:
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is scope and self.devices.on_path(call, node, statement) and self._needs_cuda(call):
                 return True
-        if isinstance(scope, cst.Module) and self._main_requires_cuda():
+        if isinstance(scope, cst.Module) and self._main_requires_cuda:
             return True
         function = scope if isinstance(scope, cst.FunctionDef) else None
         while function is not None and not isinstance(self.tree.parent(self.tree.statement_of(function) or function), cst.Module):
@@ -269,6 +269,7 @@ class ProjectAnalysis:
             for call in self.tree.index.calls
         )
 
+    @functools.cached_property
     def _main_requires_cuda(self) -> bool:
         """Does the script's ``if __name__ == "__main__":`` block, which runs whenever its
         module-level code does as a script, call something that needs CUDA (CLIP4Clip

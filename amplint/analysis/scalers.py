@@ -105,30 +105,22 @@ class ScalerAnalysis:
             return False
         if spelled in self.constructed_names:
             return True
-        if not is_scaler_name(spelled.split(".")[-1]):
+        if not self._named_scaler(spelled):
             return False
         # A scaler by its name only where it is used as one (`X.scale(loss).backward()`), or
         # where the file does not show what it is (a parameter, a member set elsewhere):
         # fairscale's `layer_scaler = LayerwiseGradientScaler(...)` steps without scaling.
         return spelled in self._scaling_spellings or spelled not in self._call_bound_names
 
+    def _named_scaler(self, spelled: str) -> bool:
+        return is_scaler_name(spelled.split(".")[-1])
+
     @functools.cached_property
     def _scaling_spellings(self) -> frozenset[str]:
         """Receivers of a ``.scale(...)`` whose result is backpropagated (directly, or through
         a name bound to it)."""
-        found = set()
-        for call in self.tree.index.calls:
-            if not self.training.is_tensor_backward(call) or not isinstance(call.func, cst.Attribute):
-                continue
-            target = call.func.value
-            if isinstance(target, cst.Name):
-                bound = self.bindings.single_value(target)
-                target = bound if bound is not None else target
-            if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value == "scale":
-                spelled = dotted_name(target.func.value)
-                if spelled is not None:
-                    found.add(spelled)
-        return frozenset(found)
+        receivers = (self._scaled_receiver(call) for call in self.tree.index.calls)
+        return frozenset(spelled for spelled in map(dotted_name, filter(None, receivers)) if spelled is not None)
 
     @functools.cached_property
     def _call_bound_names(self) -> frozenset[str]:
@@ -172,25 +164,26 @@ class ScalerAnalysis:
             if isinstance(func, cst.Attribute) and func.attr.value == "scale":
                 return True
             spelled = dotted_name(func)
-            if call.args and spelled is not None and (spelled in self.constructed_names or is_scaler_name(spelled.split(".")[-1])):
+            if call.args and spelled is not None and (spelled in self.constructed_names or self._named_scaler(spelled)):
                 return True  # by its name alone: `self.loss_scaler = NativeScaler()` scales in its call
         return False
 
     def scaled_backward_scaler(self, call: cst.Call) -> str | None:
         """For a tensor backward of a scaled loss, the scaler's spelling; else None."""
+        receiver = self._scaled_receiver(call)
+        return dotted_name(receiver) if receiver is not None and self.is_scaler(receiver) else None
+
+    def _scaled_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
+        """For a tensor backward of ``X.scale(...)`` (directly, or through a name bound to
+        it), ``X``; else None."""
         if not self.training.is_tensor_backward(call) or not isinstance(call.func, cst.Attribute):
             return None
         target = call.func.value
         if isinstance(target, cst.Name):
             bound = self.bindings.single_value(target)
             target = bound if bound is not None else target
-        if (
-            isinstance(target, cst.Call)
-            and isinstance(target.func, cst.Attribute)
-            and target.func.attr.value == "scale"
-            and self.is_scaler(target.func.value)
-        ):
-            return dotted_name(target.func.value)
+        if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value == "scale":
+            return target.func.value
         return None
 
     @functools.cached_property

@@ -184,9 +184,9 @@ def diagnostic_from_json(value: Any, path: str) -> Diagnostic:
     )
 
 
-def folder_digest(folder: Path) -> str:
-    """The digest of the declaration files ``folder`` holds, by name (``folder_key``)."""
-    return digest(declaration_listing(folder).encode("utf-8", "surrogatepass"))
+def listing_digest(listing: str) -> str:
+    """The digest of a folder's declaration listing (kept under its ``folder_key``)."""
+    return digest(listing.encode("utf-8", "surrogatepass"))
 
 
 # -- the cache ---------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ class ResultsCache:
             if path not in self._digests:
                 try:
                     if path.endswith(os.sep):  # a folder: which declaration files it holds
-                        self._digests[path] = folder_digest(Path(path))
+                        self._digests[path] = listing_digest(declaration_listing(Path(path)))
                     else:
                         self._digests[path] = digest(Path(path).read_bytes())
                 except OSError:

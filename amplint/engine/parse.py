@@ -18,8 +18,6 @@ from amplint.diagnostics import FILE_START, Diagnostic, Location, file_diagnosti
 from amplint.engine.catalog import PARSE_ERROR
 from amplint.engine.deep import deep_recursion
 
-_START = FILE_START
-
 # CPython refuses these for their size or depth, not their grammar; libcst must not see them.
 _RESOURCE_ERRORS = ("too many nested parentheses", "too many indentation levels", "too complex", "too deeply nested")
 _LIBCST_POSITION = re.compile(r"error at (\d+):(\d+)")
@@ -56,7 +54,7 @@ def _is_resource_error(error: BaseException) -> bool:
 def _cpython_location(error: BaseException) -> Location:
     if isinstance(error, SyntaxError) and error.lineno:
         return Location(max(error.lineno, 1), max(error.offset or 1, 1))
-    return _START
+    return FILE_START
 
 
 def _cpython_message(error: BaseException) -> str:

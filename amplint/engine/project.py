@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -278,14 +278,15 @@ def project_facts(
     folders = declaring_folders(root, file)
     declarations = [declared_requirements(folder) for folder in folders]
     target = parse_torch_version(target_torch) if target_torch else None
-    # The nearest folder that bounds torch: a bare `torch` says nothing about the release
-    # (LMOps's vendored fairseq lists one; the README above it installs in PyTorch's 1.7.1
-    # image). Several declarations in it (requirements.txt and pyproject): the oldest must
-    # work. Where none does, the project's only folder that bounds torch (see torch_folders).
-    searched = [declared_requirements(folder) for folder in torch_folders(root, file)]
-    nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in searched) if bounds), [])
-    if target is None and nearest:
-        target = min(nearest)
+    if target is None:
+        # The nearest folder that bounds torch: a bare `torch` says nothing about the release
+        # (LMOps's vendored fairseq lists one; the README above it installs in PyTorch's 1.7.1
+        # image). Several declarations in it (requirements.txt and pyproject): the oldest must
+        # work. Where none does, the project's only folder that bounds torch (torch_folders).
+        only = _sole_folder_beyond(root, declarations)
+        searched = [*declarations, declared_requirements(only)] if only is not None else declarations
+        nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in searched) if bounds), [])
+        target = min(nearest) if nearest else None
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     return ProjectFacts(target_torch=target, runtime_helpers=helpers)
@@ -303,10 +304,16 @@ def torch_folders(root: Path, file: Path | None = None) -> list[Path]:
     a monorepo of independent projects (MONAI's research-contributions, Microsoft's Cream),
     none speaks for the others."""
     folders = declaring_folders(root, file)
-    if any(_bounds(declared_requirements(folder).torch) for folder in folders):
-        return folders
-    only = _sole_torch_folder(root.resolve())
-    return [*folders, only] if only is not None and only not in folders else folders
+    only = _sole_folder_beyond(root, [declared_requirements(folder) for folder in folders])
+    return [*folders, only] if only is not None else folders
+
+
+def _sole_folder_beyond(root: Path, declarations: Sequence[Declared]) -> Path | None:
+    """The project's only folder that bounds torch, where none of ``declarations`` (those
+    of the folders from a file up to ``root``) does; else None."""
+    if any(_bounds(declared.torch) for declared in declarations):
+        return None
+    return _sole_torch_folder(root.resolve())
 
 
 # Folders never searched for the project's torch: tools' and environments' own.
@@ -356,9 +363,11 @@ def declaring_folders(root: Path, file: Path | None = None) -> list[Path]:
     return folders
 
 
-def declaration_files(folders: Iterable[Path]) -> list[Path]:
-    """The declaration files that exist in ``folders`` (what the facts were read from)."""
-    return [path for folder in folders for path in _declaration_files(folder)]
+def folder_declarations(folder: Path) -> tuple[tuple[Path, ...], str]:
+    """The declaration files that exist in ``folder`` (what its facts were read from) and
+    their listing (``declaration_listing``), from one look at the folder."""
+    names = tuple(_declaration_names(folder))
+    return _with_listed_requirements(folder, names), _listing(folder, names)
 
 
 def _declaration_files(folder: Path) -> tuple[Path, ...]:
@@ -387,7 +396,11 @@ def folder_key(folder: Path) -> str:
 def declaration_listing(folder: Path) -> str:
     """The declaration files ``folder`` holds now, by name: a cached result is dropped when
     one appears or goes, since the facts of every file below the folder may change."""
-    return "\n".join(str(path.relative_to(folder)) for path in _declaration_names(folder))
+    return _listing(folder, _declaration_names(folder))
+
+
+def _listing(folder: Path, names: Iterable[Path]) -> str:
+    return "\n".join(str(path.relative_to(folder)) for path in names)
 
 
 Listing = Callable[[str], dict[str, os.DirEntry[str]]]
@@ -450,13 +463,13 @@ _DOCUMENT_PLACES = (
 _DECLARATION_PATTERNS = _declaration_patterns()
 
 
-def _install_documents(folder: Path, listing: Listing | None = None) -> list[Path]:
+def _install_documents(folder: Path) -> list[Path]:
     """The folder's README, INSTALL and GETTING_STARTED documents, in any case
     (``README.md``, ``INSTALL.md``, ``install.rst``, ``README``), its install and
     environment scripts (``install.sh``, ``prepare_env.sh``), its container build files
     and its ``docker/`` folder's, and the INSTALL and GETTING_STARTED documents of its
     ``docs/``."""
-    listing = listing or _lister(folder)
+    listing = _lister(folder)
     found: list[Path] = []
     for place, pattern in _DOCUMENT_PLACES:
         names = listing(place)

@@ -24,13 +24,13 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from amplint.diagnostics import Applicability, Diagnostic, Location, file_diagnostic
-from amplint.engine.cache import ResultsCache, digest, folder_digest
+from amplint.engine.cache import ResultsCache, digest, listing_digest
 from amplint.engine.catalog import INTERNAL_ERROR, PARSE_ERROR, RuleInfo
 from amplint.engine.config import Settings
 from amplint.engine.index import ProjectIndex, shared_index
 from amplint.engine.project import (
     ProjectFacts,
-    declaration_files,
+    folder_declarations,
     folder_key,
     project_facts,
     torch_folders,
@@ -142,11 +142,13 @@ class Job:
         cached result is dropped when one changes."""
         if self.project is not None or path == "-":
             return {}
-        folders = torch_folders(Path(self.settings.project_root), Path(path))
-        files = {str(file): _file_digest(file) for file in declaration_files(folders)}
-        # A declaration file that appears later (a new requirements.txt) matters too.
-        listings = {folder_key(folder): folder_digest(folder) for folder in folders}
-        return {**files, **listings}
+        found: dict[str, str] = {}
+        for folder in torch_folders(Path(self.settings.project_root), Path(path)):
+            files, listing = folder_declarations(folder)
+            found.update((str(file), _file_digest(file)) for file in files)
+            # A declaration file that appears later (a new requirements.txt) matters too.
+            found[folder_key(folder)] = listing_digest(listing)
+        return found
 
     def index(self) -> ProjectIndex:
         roots = self.index_roots if self.index_roots is not None else (self.settings.project_root,)

@@ -33,8 +33,7 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 
 
-def _section(rule: RuleInfo, title: str) -> str:
-    page = render_rule_page(rule)
+def _section(page: str, title: str) -> str:
     match = re.search(
         rf"^## {re.escape(title)}\s*\n(.*?)(?=^## |\Z)", page, re.DOTALL | re.MULTILINE
     )
@@ -50,7 +49,7 @@ def rule_descriptor(rule: RuleInfo) -> dict[str, object]:
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": _section(rule, "What it does") or rule.summary},
+        "fullDescription": {"text": _section(page, "What it does") or rule.summary},
         "help": {"text": page, "markdown": page},
     }
     # SARIF wants an absolute URI: there is one only where the pages are published.
