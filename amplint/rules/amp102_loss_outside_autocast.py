@@ -124,7 +124,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     amplint's — losses whose inputs from the block are explicitly upcast
     (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), `binary_cross_entropy`
     and `nn.BCELoss` (autocast refuses them: moving one into the block would raise, which
-    AMP104 reports; RoboFlamingo computes its gripper loss after the block), evaluation code with no
+    AMP104 reports; RoboFlamingo computes its gripper loss after the block; RULES.md lists
+    `binary_cross_entropy` among AMP102's losses, this page leaves it out), evaluation code with no
     backward, blocks with `enabled=False`, methods of other objects whose *receiver*
     merely mentions losses (`losses.update(...)`, `loss_meter.update(...)`), and test
     modules (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), whose losses

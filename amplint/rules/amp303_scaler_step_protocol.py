@@ -39,7 +39,12 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     passes its scaler to the stepping function and then updates it). A helper that is
     handed the scaler and steps optimizers without doing the scaled backward itself
     (`def step_all(optimizers, scaler)`) leaves `update()` to its callers, wherever they
-    are: it is not flagged.
+    are: it is not flagged. Nor is an object named like a scaler that the file builds with
+    some other call and never uses to scale a loss (fairscale's
+    `layer_scaler = LayerwiseGradientScaler(...)`): RULES.md's scaler (section D) is one
+    built as a GradScaler or used as `X.scale(loss).backward()`. Where the file does not
+    show what a scaler-named parameter or member holds, its name counts, as before: this
+    page's decision.
 
     ## Why is this bad?
     Without `update()`, the next `scaler.step()` raises `RuntimeError: unscale_() has
