@@ -606,3 +606,42 @@ def test_the_cache_follows_the_folder_that_states_the_torch(tmp_path: Path) -> N
     assert _codes(root, root / "code/train.py") == []
     _project(root, {"LRA/README.md": "pytorch==2.5\n"})
     assert _codes(root, root / "code/train.py") == ["AMP001"]
+
+
+APEX_TRAINING = """\
+from apex import amp
+
+def train(model, optimizer, loader):
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+    for x in loader:
+        with amp.scale_loss(model(x), optimizer) as scaled:
+            scaled.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("documents", "silent"),
+    [
+        # UNITER runs only in NGC 19.05: its apex has apex.amp, its torch no native AMP.
+        ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:19.05-py3\n"}, True),
+        ({"docker/Dockerfile": "ARG BASE=x\nFROM nvcr.io/nvidia/pytorch:20.03-py3\n"}, True),
+        # A README only suggests an image (LoRA: "any generic PyTorch image should work").
+        ({"README.md": "Start with the docker image `nvcr.io/nvidia/pytorch:20.03-py3`.\n"}, False),
+        # From 20.06 the container's torch has native AMP to move to (CAME's 20.06).
+        ({"Dockerfile": "ARG FROM_IMAGE_NAME=nvcr.io/nvidia/pytorch:20.06-py3\n"}, False),
+        ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\n"}, False),
+        # A pinned old torch: apex comes from its current source, which has no apex.amp.
+        ({"requirements.txt": "torch==1.4.0\n"}, False),
+        ({"README.md": "Docker: FROM pytorch/pytorch:1.4-cuda10.1-cudnn7-devel\n"}, False),
+        # A file that bounds torch is nearer than the container a document names.
+        ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:19.05-py3\n", "requirements.txt": "torch>=1.8\n"}, False),
+    ],
+)
+def test_apex_amp_is_not_reported_in_an_ngc_container_older_than_native_amp(
+    tmp_path: Path, documents: dict[str, str], silent: bool
+) -> None:
+    root = _project(tmp_path, {**documents, "pyproject.toml": "[tool.amplint]\n", "train.py": APEX_TRAINING})
+    assert project_facts(root, file=root / "train.py").container_apex_amp is silent
+    codes = _codes(root, root / "train.py")
+    assert (codes == []) is silent, codes

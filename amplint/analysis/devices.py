@@ -38,7 +38,7 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
 )
 from amplint.analysis.tree import ScopeNode, Tree, if_chain
-from amplint.analysis.values import Values, is_cuda_literal_device, is_cuda_value
+from amplint.analysis.values import Values, is_cuda_value
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -234,6 +234,11 @@ class DeviceAnalysis:
             # `self.device = torch.device("cuda")` in every assignment, here or in the base
             # class that gives it (neosr's models: the base in another file): CUDA-only code.
             return cls is None or not (self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr))
+        if variable.kind == "attribute" and self._of_cuda_bound_instance(variable.expr):
+            return False
+        if variable.kind == "parameter":
+            # `def train(model, device)` that this file calls only with a CUDA device.
+            return not self._param_filled_with_cuda(self.tree.parent(variable.expr))
         if variable.kind != "name":
             return True
         # A bare `device` must be a binding the code made (not an unbound global), and
@@ -242,7 +247,7 @@ class DeviceAnalysis:
         bindings = self.bindings.assignments(variable.expr, "device")
         if not bindings:
             return False
-        if not all(self._binds_cuda_literal(binding) for binding in bindings):
+        if not all(self._binds_cuda_literal(binding) or self._param_filled_with_cuda(binding.node) for binding in bindings):
             return True
         # Bound to CUDA only: still a variable where the code tests that very binding, or
         # where a module-level one may be rebound at run time.
@@ -292,7 +297,85 @@ class DeviceAnalysis:
 
     def _self_device_is_cuda(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
-        return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values or ())
+        return bool(values) and all(self._holds_cuda(value) for value in values or ())
+
+    def _of_cuda_bound_instance(self, expr: cst.BaseExpression) -> bool:
+        """``ctx.device`` where ``ctx`` is a parameter annotated with a class of this file
+        that sets ``self.device`` only to CUDA (mochi's ``preprocess(ctx: GPUContext, ...)``)."""
+        if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
+            return False
+        bindings = self.bindings.assignments(expr.value)
+        if not bindings:
+            return False
+        for binding in bindings:
+            param = binding.node
+            if not isinstance(param, cst.Param) or param.annotation is None:
+                return False
+            annotation = param.annotation.annotation
+            named = [
+                cls for cls in self.tree.index.classes if isinstance(annotation, cst.Name) and cls.name.value == annotation.value
+            ]
+            if len(named) != 1:
+                return False
+            values = self.classes.attribute_values(named[0], expr.attr.value)
+            if not values or not all(self._holds_cuda(value) for value in values):
+                return False
+        return True
+
+    def _holds_cuda(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """A CUDA device (see ``is_cuda_value``), or a parameter every call in this file fills
+        with one (``self.device = device`` in an ``__init__`` the file only calls with CUDA)."""
+        if is_cuda_value(self.names, self.bindings, value):
+            return True
+        if not isinstance(value, cst.Name) or depth > _MAX_DEPTH:
+            return False
+        bindings = self.bindings.assignments(value)
+        return bool(bindings) and all(self._param_filled_with_cuda(binding.node, depth + 1) for binding in bindings)
+
+    def _param_filled_with_cuda(self, param: cst.CSTNode | None, depth: int = 0) -> bool:
+        """Is ``param`` a parameter of a function that this file calls, only by its name in
+        plain calls, and always with a CUDA device for it (the caller's own CUDA device
+        passed down: ``train(model, loader, torch.device("cuda", 0))``)? A function the file
+        also hands on (a callback, ``spawn(train, ...)``) may be called with anything."""
+        if not isinstance(param, cst.Param) or param.star not in ("", cst.MaybeSentinel.DEFAULT):
+            return False
+        function = next((node for node in self.tree.ancestors(param) if isinstance(node, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        calls = self._plain_calls_of(function)
+        if not calls:
+            return False
+        owner = self.tree.class_of(function)
+        positional = [*function.params.posonly_params, *function.params.params]
+        if owner is not None and positional and not any(
+            self.names.resolve(decorator.decorator) == "staticmethod" for decorator in function.decorators
+        ):
+            positional = positional[1:]  # `self` (or `cls`) is not in the call's arguments
+        for call in calls:
+            if any(arg.star for arg in call.args):
+                return False
+            given = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == param.name.value), None)
+            if given is None and param in positional:
+                plain = [arg.value for arg in call.args if arg.keyword is None]
+                index = positional.index(param)
+                given = plain[index] if index < len(plain) else None
+            given = given if given is not None else param.default
+            if given is None or not self._holds_cuda(given, depth):
+                return False
+        return True
+
+    def _plain_calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of ``function`` in this file (its class's constructions for an
+        ``__init__``), or none when its name is also read any other way."""
+        owner = self.tree.class_of(function)
+        if owner is not None and function.name.value == "__init__":
+            name = owner.name.value
+            calls = [call for call in self.tree.index.calls if isinstance(call.func, cst.Name) and call.func.value == name]
+        else:
+            name = function.name.value
+            calls = [call for call in self.tree.index.calls if self._calls_function(call, function)]
+        mentions = sum(1 for node in self.tree.parents if isinstance(node, cst.Name) and node.value == name)
+        return calls if mentions == len(calls) + 1 else []  # + 1: the definition's own name
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -303,7 +386,7 @@ class DeviceAnalysis:
             return False
         if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
             return False
-        return is_cuda_literal_device(self.names, statement.value)
+        return is_cuda_value(self.names, self.bindings, statement.value)
 
     def has_variable(self, node: cst.CSTNode) -> bool:
         return bool(self.variables(node))
@@ -575,6 +658,8 @@ class DeviceAnalysis:
                 return True
             if isinstance(current, cst.IndentedBlock) and self._guarded_by_earlier_statement(current, child):
                 return True
+            if isinstance(current, cst.If) and child is current.body and self._guarded_under_same_test(current):
+                return True
             child, current = current, self.tree.parent(current)
         if isinstance(current, cst.Module):
             return self._guarded_by_earlier_statement(current, child)
@@ -787,11 +872,10 @@ class DeviceAnalysis:
         return block is not None and self.tree.within(node, block)
 
     def _is_cuda(self, expr: cst.BaseExpression) -> bool:
-        """A CUDA device (``"cuda"``, ``torch.device("cuda", rank)``), or a name bound once to one."""
-        if isinstance(expr, cst.Name):
-            bound = self.bindings.single_value(expr)
-            expr = bound if bound is not None else expr
-        return is_cuda_literal_device(self.names, expr)
+        """A CUDA device (``"cuda"``, ``torch.device("cuda", rank)``), a name bound only to
+        one, or an instance attribute its class only sets to one (``device_id=self.device``
+        after ``self.device = torch.device(f"cuda:{i}")``: mochi's multi-GPU context)."""
+        return is_cuda_value(self.names, self.bindings, expr) or self._is_cuda_attribute(expr)
 
     @functools.cached_property
     def runs_elsewhere(self) -> bool:
@@ -850,6 +934,27 @@ class DeviceAnalysis:
         if isinstance(parent, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             return any(last_name(target) in DEVICE_NAMES for target in targets)
+        return False
+
+    def _guarded_under_same_test(self, branch: cst.If) -> bool:
+        """An earlier ``if`` of the same block with the same test whose body leaves without
+        the device (``if cfg["distributed"]: if torch.cuda.is_available(): ... else: raise``),
+        then ``if cfg["distributed"]: init_process_group("nccl")`` (MASTER-pytorch): the
+        second ``if`` runs only where the first found the device. Only for a test that
+        reads names and subscripts: a call could answer differently the second time."""
+        located = self.tree.statement_list(branch)
+        if located is None or _calls_in_test(branch.test):
+            return False
+        siblings, index = located
+        test = self.source.module.code_for_node(branch.test)
+        for earlier in siblings[:index]:
+            if (
+                isinstance(earlier, cst.If)
+                and self.source.module.code_for_node(earlier.test) == test
+                and isinstance(earlier.body, cst.IndentedBlock)
+                and self._guarded_by_earlier_statement(earlier.body, _END)
+            ):
+                return True
         return False
 
     def _guarded_by_earlier_statement(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
@@ -934,7 +1039,25 @@ def _walk_tests(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
+# Stands for the end of a block: every statement of the block comes before it.
+_END = cst.Pass()
+
+
+def _calls_in_test(test: cst.BaseExpression) -> bool:
+    found = False
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found = True
+
+    test.visit(_Visitor())
+    return found
+
+
 def _statements_before(body: Sequence[cst.BaseStatement], child: cst.CSTNode) -> list[cst.BaseStatement]:
+    if child is _END:
+        return list(body)
     for index, statement in enumerate(body):
         if statement is child:
             return list(body[:index])

@@ -267,7 +267,10 @@ def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> boo
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] == "cuda"
     if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
-        return expr.parts[0].value.split(":")[0] == "cuda" and ":" in expr.parts[0].value  # f"cuda:{rank}"
+        text = expr.parts[0].value
+        if len(expr.parts) == 1:
+            return text.split(":")[0] == "cuda"  # f"cuda" (mochi)
+        return text.split(":")[0] == "cuda" and ":" in text  # f"cuda:{rank}"
     return False
 
 
@@ -275,7 +278,21 @@ def is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpres
     """A CUDA device literal, or a name bound only to such literals (``device =
     f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
     device``)."""
+    return _is_cuda_value(names, bindings, value, 0)
+
+
+def _is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression, depth: int) -> bool:
+    if depth > 3:
+        return False
     if isinstance(value, cst.Name):
         bound = bindings.plain_values(value)
-        return bool(bound) and all(is_cuda_literal_device(names, item) for item in bound or ())
+        return bool(bound) and all(_is_cuda_value(names, bindings, item, depth + 1) for item in bound or ())
+    if (
+        isinstance(value, cst.Call)
+        and names.resolve(value.func) in DEVICE_CONSTRUCTORS
+        and len(value.args) == 1
+        and isinstance(value.args[0].value, cst.Name)
+    ):
+        # `device_str = f"cuda:{rank}"; device = torch.device(device_str)` (mochi's fine-tuner)
+        return _is_cuda_value(names, bindings, value.args[0].value, depth + 1)
     return is_cuda_literal_device(names, value)

@@ -156,6 +156,9 @@ class ProjectFacts:
     target_torch: TorchVersion | None = None
     # Fixes may make the code import amplint.runtime.
     runtime_helpers: bool = False
+    # The code is built on an NVIDIA PyTorch container older than native AMP (before 20.06),
+    # which ships an apex that still has apex.amp (UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`).
+    container_apex_amp: bool = False
 
     def torch_has(self, introduced: TorchVersion) -> bool:
         """Does every torch the code must run on have an API introduced in ``introduced``?"""
@@ -255,6 +258,15 @@ def companion_torch(name: str, release: TorchVersion) -> TorchVersion | None:
     return None
 
 
+class ApexContainerTorch(Requirement):
+    """The torch of the NVIDIA NGC PyTorch container a folder's container build file starts
+    from, when that container predates native AMP and ships an apex with apex.amp."""
+
+
+# The first NGC PyTorch container with native AMP (torch.cuda.amp, in its 1.6 prerelease).
+_NGC_NATIVE_AMP = (20, 6)
+
+
 def ngc_torch(year: int, month: int) -> TorchVersion | None:
     """A torch release that NGC's PyTorch container ``YY.MM`` certainly holds (None: older
     than any this knows)."""
@@ -285,11 +297,16 @@ def project_facts(
         # work. Where none does, the project's only folder that bounds torch (torch_folders).
         only = _sole_folder_beyond(root, declarations)
         searched = [*declarations, declared_requirements(only)] if only is not None else declarations
-        nearest = next((bounds for bounds in (_bounds(declared.torch) for declared in searched) if bounds), [])
-        target = min(nearest) if nearest else None
+        nearest = next((declared.torch for declared in searched if _bounds(declared.torch)), ())
+        target = min(_bounds(nearest)) if nearest else None
+        container = target is not None and any(
+            isinstance(requirement, ApexContainerTorch) and lowest_admitted(requirement) == target for requirement in nearest
+        )
+    else:
+        container = False
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
-    return ProjectFacts(target_torch=target, runtime_helpers=helpers)
+    return ProjectFacts(target_torch=target, runtime_helpers=helpers, container_apex_amp=container)
 
 
 def _bounds(requirements: Iterable[Requirement]) -> list[TorchVersion]:
@@ -526,7 +543,10 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         for year, month in _NGC_IMAGE.findall(text):
             torch = ngc_torch(int(year), int(month))
             if torch is not None:
-                yield Requirement(f"torch>={torch[0]}.{torch[1]}")
+                # A container build file's base image is where the code runs; a document
+                # may only suggest one ("any generic PyTorch image should work": LoRA).
+                built = _CONTAINER_FILE.match(path.name) and (int(year), int(month)) < _NGC_NATIVE_AMP
+                yield (ApexContainerTorch if built else Requirement)(f"torch>={torch[0]}.{torch[1]}")
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
         for operator, version in _TABLED_TORCH.findall(text):

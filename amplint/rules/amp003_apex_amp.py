@@ -99,9 +99,15 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     amp` beside apex's DDP, with torch's DDP as the fallback): on a current apex it fails
     quietly and changes nothing. And nothing is flagged where the checked project ships
     its own `apex.amp` package (jukebox vendors a 2019 apex with its `amp/`, tests and
-    examples): there it exists. RULES.md lists no silences beyond `import apex as amp`;
-    these (the old-torch branches, the unused optional import, the vendored package) are
-    this page's decisions, made because the message's premise is false there.
+    examples): there it exists; nor where the project's container build file (its
+    `Dockerfile`, read as for the target torch) starts from an NVIDIA PyTorch container
+    older than native AMP (before 20.06: UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`):
+    that container's apex has `apex.amp`, and its torch has no native AMP to move to.
+    A requirements pin of an old torch does not count (apex is then installed from its
+    current source, which has no `apex.amp`), nor does an image a README only suggests. RULES.md lists no silences beyond `import apex as amp`;
+    these (the old-torch branches, the unused optional import, the vendored package, the
+    old container) are this page's decisions, made because the message's premise is false
+    there.
 
     ## Why is this bad?
     `apex.amp` was deprecated in favour of PyTorch's native AMP (`torch.amp`) in 2020 and
@@ -390,6 +396,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     def leave_Module(self, original_node: cst.Module) -> None:
         if self._uses and self._apex_amp_in_project():
             return  # the project ships its own apex.amp: it exists wherever the code runs
+        if self.context.project.container_apex_amp:
+            return  # its container's apex has apex.amp, and its torch no native AMP
         self._uses = [use for use in self._uses if not self._old_torch_only(use.node) and not self._unused_optional_import(use.node)]
         fix = self._canonical_fix()
         for use in self._uses:

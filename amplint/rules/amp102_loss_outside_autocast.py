@@ -265,6 +265,18 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             loss = F.mse_loss(pred.float(), y)
             loss.backward()
         """,
+        # The same, with the upcast bound to a name first (VggAE_Diffusion).
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                preds = m(x)
+            pred_rgb = preds[..., :3].permute(0, 3, 1, 2).float()
+            loss = F.l1_loss(pred_rgb, y)
+            loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
@@ -359,7 +371,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 # Values derived from the block's outputs carry them on: `logits = out.logits`.
                 read = _Calls()
                 statement.visit(read)
-                if read.names & bound.names:
+                if read.names & bound.names and not self._binds_upcast(statement):
                     statement.visit(bound)
                 continue
             if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):
@@ -380,6 +392,13 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             if arguments.names & bound:
                 return call
         return None
+
+    def _binds_upcast(self, statement: cst.BaseStatement) -> bool:
+        """``pred = out.logits.float()``: the name holds a float32 copy, not the block's value."""
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        assign = statement.body[0]
+        return isinstance(assign, (cst.Assign, cst.AnnAssign)) and assign.value is not None and self._upcast(assign.value)
 
     def _upcast(self, value: cst.BaseExpression) -> bool:
         """``pred.float()``, ``pred.to(torch.float32)``: the author computes the loss in

@@ -109,7 +109,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `torch.cuda.get_device_capability()` there). Module-level code, (d) included, is
     silent when the script's `if __name__ == "__main__":` block calls something that needs
     CUDA (CLIP4Clip and GeneFace initialise NCCL at import; their `main()` sets the CUDA
-    device).
+    device). From round W: a `device` parameter (or `self.device = device` in an
+    `__init__`) that every call in the file fills with a CUDA device, directly or through
+    the caller's own such parameter, is CUDA-bound too (`train(model, loader,
+    torch.device("cuda", 0))` from `main`); not when the file also passes the function
+    on (a callback, `spawn(train, ...)`) or a call spreads `*args`/`**kwargs`. And code
+    under `if <flag>:` is in a device condition when an earlier `if` on the same flag
+    (the same text, no call in it) leaves without CUDA (`if config["distributed"]: if
+    torch.cuda.is_available(): ... else: raise ...`, MASTER-pytorch). A device made from a
+    name bound only to CUDA (`torch.device(device_str)` after `device_str = "cuda:0"`) is
+    CUDA; so is `ctx.device` of a parameter annotated with a class of the file that sets
+    `device` only to CUDA, and `device_id=self.device` counts as a CUDA `device_id=` when the
+    class sets `self.device` only to CUDA (mochi).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -239,6 +250,93 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # Round W, mochi: a device built from a name bound to CUDA; an instance of a class that
+        # sets its `device` only to CUDA, through an annotated parameter; NCCL given
+        # `device_id=self.device` just set to a CUDA device.
+        """
+        import torch
+
+        def main(model, x, opt):
+            device_str = f"cuda:0"
+            device = torch.device(device_str)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(x.to(device)).sum()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import torch
+
+        class GPUContext:
+            def __init__(self):
+                self.device = torch.device(f"cuda")
+
+        def preprocess(ctx: GPUContext, video):
+            video = video.to(ctx.device)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return ctx.encoder(video)
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+
+        def pick(device_id):
+            return torch.device(f"cuda:{device_id}") if isinstance(device_id, int) else "cpu"
+
+        class MultiGPUContext:
+            def __init__(self, device_id, rank, world_size):
+                self.device = torch.device(f"cuda:{device_id}")
+                dist.init_process_group("nccl", rank=rank, world_size=world_size, device_id=self.device)
+        """,
+        # The flag's first branch raises without CUDA; the second `if` on the same flag runs
+        # only where it did not (MASTER-pytorch's entry point).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def entry_point(config):
+            if config["distributed"]:
+                if torch.cuda.is_available():
+                    local_master = config["local_rank"] == 0
+                else:
+                    raise RuntimeError("CUDA is not available")
+            else:
+                local_master = True
+            if config["distributed"]:
+                dist.init_process_group(backend="nccl")
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            run(device, local_master)
+        """,
+        # Every call of `train` in the file passes a CUDA device (pangaea-bench's trainer,
+        # in one file).
+        """
+        import torch
+
+        def train(model, loader, device):
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x.to(device), y)
+                loss.backward()
+
+        def main(local_rank):
+            train(build(), load(), torch.device("cuda", local_rank))
+        """,
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, model, device):
+                self.model = model
+                self.device = device
+
+            def step(self, x):
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    return self.model(x.to(self.device)).sum()
+
+        def main(rank):
+            device = f"cuda:{rank}"
+            Trainer(build(), device=device).step(load())
+        """,
         # A region forced to float32 loses no AMP anywhere (T2I-Adapter's mmpose calls).
         """
         import torch
@@ -925,6 +1023,26 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             """,
             unsafe=True,
             line=7, column=25, message="hardcodes device type",
+        ),
+        # One call of `train` passes a device that may be the CPU.
+        Invalid(
+            """
+              import torch
+            + import amplint.runtime
+
+              def train(model, loader, device):
+                  for x, y in loader:
+            -         with torch.autocast("cuda", dtype=torch.bfloat16):
+            +         with torch.autocast(amplint.runtime.device_type(device), dtype=torch.bfloat16):
+                          loss = model(x.to(device), y)
+                      loss.backward()
+
+              def main(args):
+                  train(build(), load(), torch.device("cuda", 0))
+                  train(build(), load(), args.device)
+            """,
+            unsafe=True,
+            line=5, column=29, message="although this code has a device variable (`device`)",
         ),
         Invalid(
             """

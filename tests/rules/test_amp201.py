@@ -137,3 +137,72 @@ def test_torch_a_float32_autocast_runs_nothing_in_reduced_precision(torch) -> No
             # CPU rejects the dtype and disables itself; CUDA accepts it and keeps float32.
             assert not torch.is_autocast_enabled("cpu")
             assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype is torch.float32
+
+
+CALLED_WITH_CUDA = """
+import torch
+import torch.multiprocessing as mp
+
+def train(model, loader, device):
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.to(device), y)
+        loss.backward()
+
+def main():
+    CALL
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "reported"),
+    [
+        ('train(build(), load(), torch.device("cuda"))', False),
+        ('train(build(), load(), device="cuda:0")', False),
+        # The function is also handed on: whoever calls it then picks the device.
+        ('train(build(), load(), "cuda"); mp.spawn(train, nprocs=2)', True),
+        # Arguments spread from a sequence: which one is the device is not known.
+        ('train(*args)', True),
+        # No call in this file: the caller lives elsewhere.
+        ("pass", True),
+        ('train(build(), load(), "cpu")', True),
+    ],
+)
+def test_a_device_parameter_every_call_fills_with_cuda_is_cuda_bound(call: str, reported: bool) -> None:
+    source = CALLED_WITH_CUDA.replace("CALL", call)
+    found = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert bool(found) is reported, found
+
+
+SAME_FLAG = """
+import torch
+import torch.distributed as dist
+
+def entry_point(config):
+    if FIRST:
+        if torch.cuda.is_available():
+            pass
+        else:
+            raise RuntimeError("CUDA is not available")
+    if SECOND:
+        dist.init_process_group(backend="nccl")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    run(device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "reported"),
+    [
+        ('config["distributed"]', 'config["distributed"]', False),
+        ("args.distributed", "args.distributed", False),
+        # Another flag: the guard says nothing about this branch.
+        ('config["distributed"]', 'config["dist"]', True),
+        # A call may answer differently the second time.
+        ("is_distributed()", "is_distributed()", True),
+    ],
+)
+def test_nccl_under_a_flag_whose_earlier_branch_raises_without_cuda(first: str, second: str, reported: bool) -> None:
+    source = SAME_FLAG.replace("FIRST", first).replace("SECOND", second)
+    found = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert bool(found) is reported, found
