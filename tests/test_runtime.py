@@ -153,6 +153,24 @@ def test_device_type_none_follows_the_hardware(fake_cuda: Callable[..., None]) -
     assert runtime.device_type() == "cuda"
 
 
+def test_device_type_of_an_index_is_the_accelerators(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without an accelerator torch.device(0) raises (as on this CPU machine); an index still
+    # meant CUDA there (DSINE passes `device=args.gpu`).
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    assert runtime.device_type(0) == "cuda"
+    assert runtime.device_type(1) == "cuda"
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda: torch.device("xpu"))
+    assert runtime.device_type(0) == "xpu"
+
+
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="a machine with an accelerator")
+def test_torch_an_index_is_no_device_without_an_accelerator() -> None:
+    with pytest.raises(RuntimeError):
+        torch.device(0)
+    assert runtime.device_type(0) == "cuda"
+
+
 def test_device_type_rejects_non_devices() -> None:
     with pytest.raises(ValueError, match="gpu"):
         runtime.device_type("gpu")

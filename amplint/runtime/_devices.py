@@ -89,7 +89,18 @@ def as_device(device: DeviceLike = None) -> torch.device:
 
 @needs_torch
 def device_type(device: DeviceLike = None) -> str:
-    """The device *type* (``"cuda:1"`` → ``"cuda"``), which is what autocast and GradScaler take."""
+    """The device *type* (``"cuda:1"`` → ``"cuda"``), which is what autocast and GradScaler take.
+
+    A bare index (``device=args.gpu``, ``0``) names a device of the machine's accelerator,
+    as ``torch.device(0)`` does; on a machine without one, where ``torch.device(0)``
+    raises, it is ``"cuda"``, what an index meant before torch knew other accelerators.
+    """
+    import torch
+
+    if isinstance(device, int) and not isinstance(device, bool):
+        accelerator = getattr(torch, "accelerator", None)
+        current = accelerator.current_accelerator() if accelerator is not None and accelerator.is_available() else None
+        return current.type if current is not None else "cuda"
     return as_device(device).type
 
 
