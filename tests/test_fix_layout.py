@@ -1124,7 +1124,8 @@ CASES.extend(nested("AMP302-enabled", TORCH, AMP302_NESTED, TORCH, AMP302_NESTED
 # -- AMP303: the GradScaler step protocol -------------------------------------------------------------
 
 AMP303_UPDATE = (
-    "def train(loss, optimizer, scaler):\n"
+    "def train(loss, optimizer):\n"
+    "    scaler = make_scaler()\n"
     "    scaler.scale(loss).backward()\n"
     "    scaler.step(\n"
     "        optimizer,\n"

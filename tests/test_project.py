@@ -33,7 +33,12 @@ from amplint.engine.project import (
         ("torch==2.3.1", (2, 3)),
         ("torch~=2.4.0", (2, 4)),
         ("torch>=1.13,>=2.0", (2, 0)),  # both must hold: the stricter bound
-        ("torch<2.5", None),
+        # Bounded only above: the newest it admits (the code never meets a newer torch).
+        ("torch<2.5", (2, 4)),
+        ("torch<2.0", (1, 13)),
+        ("torch<=1.12.1", (1, 12)),
+        ("torch<1.12.2", (1, 12)),
+        ("torch!=2.0.1", None),
         ("torch", None),
         ("torch==2.*", None),
     ],
@@ -397,6 +402,13 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # unidiffuser's README names the release as pip's file names do.
         ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
         ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),
+        # ProteinMPNN: the pytorch channel built against `cudatoolkit` up to torch 1.12.
+        ({"README.md": "conda install pytorch torchvision torchaudio cudatoolkit=11.3 -c pytorch\n"}, (1, 12)),
+        ({"README.md": "conda install pytorch pytorch-cuda=12.1 -c pytorch -c nvidia\n"}, None),
+        # A pinned pytorch says which itself (layoutlm's `pytorch==1.4.0 cudatoolkit=10.1`).
+        ({"README.md": "conda install pytorch==1.4.0 cudatoolkit=10.1 -c pytorch\n"}, (1, 4)),
+        # YOLOv8-pt: the long-term-support channel only ever held torch 1.8.
+        ({"README.md": "conda install pytorch torchvision cudatoolkit=10.2 -c pytorch-lts\n"}, (1, 8)),
         # Container images: PyTorch's own (the exact release), NVIDIA's NGC by year and month
         # (the torch before the prerelease it ships: 21.11 has 1.11.0a0). MONAI DiNTS's README
         # shows its Dockerfile; FourCastNet's is docker/Dockerfile.
@@ -631,17 +643,47 @@ def train(model, optimizer, loader):
         # From 20.06 the container's torch has native AMP to move to (CAME's 20.06).
         ({"Dockerfile": "ARG FROM_IMAGE_NAME=nvcr.io/nvidia/pytorch:20.06-py3\n"}, False),
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\n"}, False),
-        # A pinned old torch: apex comes from its current source, which has no apex.amp.
-        ({"requirements.txt": "torch==1.4.0\n"}, False),
-        ({"README.md": "Docker: FROM pytorch/pytorch:1.4-cuda10.1-cudnn7-devel\n"}, False),
+        # A torch held below native AMP: only an apex of its time builds there (current apex
+        # uses torch.cuda.amp itself). A lower bound may meet current torch and apex.
+        ({"requirements.txt": "torch==1.4.0\n"}, True),
+        ({"requirements.txt": "torch>=1.2,<1.6\n"}, True),
+        ({"README.md": "conda install pytorch==1.4.0 cudatoolkit=10.1 -c pytorch\ngit clone https://github.com/NVIDIA/apex\n"}, True),
+        ({"README.md": "Docker: FROM pytorch/pytorch:1.1.0-cuda10.0-cudnn7.5-devel\n"}, True),
+        ({"requirements.txt": "torch>=1.4\n"}, False),
+        ({"requirements.txt": "torch==1.4.0\n", "setup.py": "setup(install_requires=['torch>=1.2'])\n"}, False),
+        ({"requirements.txt": "torch==1.7.1\n"}, False),
+        # apex pinned to a commit: an apex of its day (unilm-v1, s2s-ft).
+        ({"README.md": "git clone https://github.com/NVIDIA/apex.git\ncd apex\ngit reset --hard 1603407bf49c7fc3da74fceb6a6c7b47fece2ef8\npip install -v .\n"}, True),
+        ({"README.md": "pip install git+https://github.com/NVIDIA/apex.git@de6378f5dae8fcf\n"}, True),
+        ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\npip install -v .\n"}, False),
+        # A pinned commit of another repository says nothing about apex.
+        ({"README.md": "git clone https://github.com/x/y\ngit checkout 1603407bf49c\n"}, False),
         # A file that bounds torch is nearer than the container a document names.
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:19.05-py3\n", "requirements.txt": "torch>=1.8\n"}, False),
     ],
 )
-def test_apex_amp_is_not_reported_in_an_ngc_container_older_than_native_amp(
+def test_apex_amp_is_not_reported_where_the_projects_apex_still_has_it(
     tmp_path: Path, documents: dict[str, str], silent: bool
 ) -> None:
     root = _project(tmp_path, {**documents, "pyproject.toml": "[tool.amplint]\n", "train.py": APEX_TRAINING})
-    assert project_facts(root, file=root / "train.py").container_apex_amp is silent
+    assert project_facts(root, file=root / "train.py").apex_amp_available is silent
     codes = _codes(root, root / "train.py")
     assert (codes == []) is silent, codes
+
+
+@pytest.mark.parametrize(
+    ("line", "target"),
+    [
+        # matchmaker's conda-requirements.txt, for `conda install --file`.
+        ("pytorch==1.9.0", (1, 9)),
+        ("pytorch=1.9.0", (1, 9)),
+        ("pytorch::pytorch=1.11", (1, 11)),
+        ("torch==2.0.1", (2, 0)),
+        # Not torch: other packages named like it.
+        ("pytorch-lightning==1.5.0", None),
+        ("pytorch_lightning==1.5.0", None),
+    ],
+)
+def test_a_conda_package_list_names_torch_pytorch(tmp_path: Path, line: str, target: tuple[int, int] | None) -> None:
+    root = _project(tmp_path, {"conda-requirements.txt": f"numpy\n{line}\n", "train.py": ""})
+    assert project_facts(root, file=root / "train.py").target_torch == target

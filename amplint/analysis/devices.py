@@ -747,6 +747,14 @@ class DeviceAnalysis:
             return True
         if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
             return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
+        if (
+            qualified == "torch.cuda.device"
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript))
+            and not _is_none(call.args[0].value)
+            and not self.in_device_condition(call)
+        ):
+            return True  # `with torch.cuda.device(rank % torch.cuda.device_count()):` (makani); -1 is a no-op
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and (
             qualified is None or isinstance(call.func.value, cst.Call)
         ):

@@ -216,7 +216,17 @@ class ScalerAnalysis:
                     and any(dotted_name(arg.value) == update.scaler for arg in call.args)
                 ):
                     return True
-        return False
+        # A scaler handed in as a parameter belongs to the caller, and so may its update():
+        # mmgeneration's `train_step(..., loss_scaler=None)` runs the D and G steps, and its
+        # runner, in another file, updates once after. Only a caller in this file that
+        # passes the scaler and never updates it shows the update missing.
+        handed_in = any(param.name.value == step.scaler for param in _parameters(function))
+        return handed_in and not any(last_name(call.func) == function.name.value for call in self.tree.index.calls)
 
     def in_scope(self, scope: cst.CSTNode) -> list[ScalerCall]:
         return [c for c in self.calls if self.tree.scope_of(c.call) is scope]
+
+
+def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]

@@ -94,6 +94,17 @@ _DOCUMENTED_TORCH = re.compile(
     r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
+# `conda install pytorch torchvision cudatoolkit=11.3 -c pytorch`: the pytorch channel built
+# torch against a `cudatoolkit` package up to torch 1.12; from 1.13 it takes `pytorch-cuda=`
+# (ProteinMPNN's README), so an unpinned pytorch installed this way is 1.12 at the newest.
+_CONDA_CUDATOOLKIT = re.compile(
+    r"\bconda\s+install\b[^\n]*?(?<![\w-])pytorch(?![\w-]|\s*[=<>~])[^\n]*?\bcudatoolkit\s*=", re.IGNORECASE
+)
+_APEX_AT_COMMIT = re.compile(r"apex(?:\.git)?(?:/tree/|/commit/|@)[0-9a-f]{7,40}\b", re.IGNORECASE)
+_GIT_AT_COMMIT = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+[0-9a-f]{7,40}\b")
+# PyTorch's long-term-support channel only ever shipped torch 1.8 (`conda install pytorch
+# -c pytorch-lts`, `pip install ... -f https://download.pytorch.org/whl/lts/1.8/...`).
+_LTS_TORCH = re.compile(r"-c\s+pytorch-lts\b|download\.pytorch\.org/whl/lts/1\.8\b", re.IGNORECASE)
 # Markup between "PyTorch" and its version: a Markdown link (bevfusion's README says
 # `[PyTorch](https://github.com/pytorch/pytorch) >= 1.9, \<= 1.10.2`) reads as its text, an
 # escaped character as itself; code and bold marks (STCN's "PyTorch `1.8.1`") go.
@@ -156,9 +167,11 @@ class ProjectFacts:
     target_torch: TorchVersion | None = None
     # Fixes may make the code import amplint.runtime.
     runtime_helpers: bool = False
-    # The code is built on an NVIDIA PyTorch container older than native AMP (before 20.06),
-    # which ships an apex that still has apex.amp (UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`).
-    container_apex_amp: bool = False
+    # The project's apex still has apex.amp: the NVIDIA PyTorch container its build file
+    # starts from predates native AMP (before 20.06, UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`),
+    # its torch is held below native AMP (`torch==1.4.0`: only an apex of that time builds
+    # there), or its install documents pin apex to a commit (unilm's `git reset --hard 1603407`).
+    apex_amp_available: bool = False
 
     def torch_has(self, introduced: TorchVersion) -> bool:
         """Does every torch the code must run on have an API introduced in ``introduced``?"""
@@ -175,14 +188,59 @@ def parse_torch_version(text: str) -> TorchVersion | None:
 
 
 def lowest_admitted(requirement: Requirement) -> TorchVersion | None:
-    """The lowest (major, minor) a requirement's specifiers admit, when they bound it below."""
+    """The lowest (major, minor) a requirement's specifiers admit, when they bound it below;
+    for one bounded only above (``torch<2.0``), the newest release it admits (1.13): the
+    code runs on some torch no newer than that, so no API newer is there for it."""
     lowest: TorchVersion | None = None
     for specifier in requirement.specifier:
         if specifier.operator in (">=", "==", "~=", ">", "===") and "*" not in specifier.version:
             found = parse_torch_version(specifier.version)
             if found is not None and (lowest is None or found > lowest):
                 lowest = found  # several lower bounds: the strictest holds
-    return lowest
+    if lowest is not None:
+        return lowest
+    ceilings = [_newest_below(specifier.operator, specifier.version) for specifier in requirement.specifier]
+    return min((ceiling for ceiling in ceilings if ceiling is not None), default=None)
+
+
+def newest_admitted(requirement: Requirement) -> TorchVersion | None:
+    """The newest (major, minor) a requirement admits, when it bounds torch above
+    (``==1.4.0``, ``~=1.4.0``, ``<1.6``); None when any newer release would do."""
+    newest: TorchVersion | None = None
+    for specifier in requirement.specifier:
+        version = specifier.version.removesuffix(".*")
+        if specifier.operator in ("==", "==="):
+            found = parse_torch_version(version)
+        elif specifier.operator == "~=" and version.count(".") >= 2:
+            found = parse_torch_version(version)  # `~=1.4.0`: 1.4.x
+        else:
+            found = _newest_below(specifier.operator, specifier.version)
+        if found is not None and (newest is None or found < newest):
+            newest = found
+    return newest
+
+
+# The first torch with native AMP (torch.cuda.amp).
+NATIVE_AMP_TORCH: TorchVersion = (1, 6)
+# The last minor release of each torch major that has a successor.
+_LAST_MINOR = {0: 4, 1: 13}
+
+
+def _newest_below(operator: str, version: str) -> TorchVersion | None:
+    """The newest (major, minor) that ``<= version`` or ``< version`` admits."""
+    if operator not in ("<", "<=") or "*" in version:
+        return None
+    try:
+        release = Version(version).release
+    except InvalidVersion:
+        return None
+    major, minor = release[0], release[1] if len(release) > 1 else 0
+    if operator == "<=" or any(release[2:]):
+        return (major, minor)  # `<=1.12`, `<1.12.2`: 1.12 is admitted
+    if minor > 0:
+        return (major, minor - 1)
+    last = _LAST_MINOR.get(major - 1)
+    return (major - 1, last) if last is not None else None
 
 
 @dataclass(frozen=True)
@@ -191,6 +249,9 @@ class Declared:
 
     torch: tuple[Requirement, ...] = ()
     amplint: bool = False
+    # A document installs NVIDIA apex at a fixed commit (unilm's `git reset --hard 1603407`):
+    # an apex of its day, which still has apex.amp.
+    apex_pinned: bool = False
 
 
 def declared_requirements(root: Path) -> Declared:
@@ -229,7 +290,7 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
         # "Pytorch>=1.8.0": ConvNeXt-V2, FastViT; "Torch==1.11" beside EfficientFormer's
         # bare requirement).
         torch.extend(_documented_torch(root))
-    return Declared(tuple(torch), amplint)
+    return Declared(tuple(torch), amplint, _pins_apex(root))
 
 
 def _companion_torch(companions: Iterable[Requirement]) -> Iterator[Requirement]:
@@ -302,11 +363,19 @@ def project_facts(
         container = target is not None and any(
             isinstance(requirement, ApexContainerTorch) and lowest_admitted(requirement) == target for requirement in nearest
         )
+        # Current apex needs a torch with native AMP (its own code uses torch.cuda.amp since
+        # 2020): a project held to an older torch (`torch==1.4.0`, `pytorch/pytorch:1.1.0`)
+        # can only build an apex of that time, which has apex.amp.
+        bounded = [requirement for requirement in nearest if lowest_admitted(requirement) is not None]
+        held_back = bool(bounded) and all(
+            (newest := newest_admitted(requirement)) is not None and newest < NATIVE_AMP_TORCH for requirement in bounded
+        )
     else:
-        container = False
+        container = held_back = False
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
-    return ProjectFacts(target_torch=target, runtime_helpers=helpers, container_apex_amp=container)
+    apex_amp = container or held_back or any(declared.apex_pinned for declared in declarations)
+    return ProjectFacts(target_torch=target, runtime_helpers=helpers, apex_amp_available=apex_amp)
 
 
 def _bounds(requirements: Iterable[Requirement]) -> list[TorchVersion]:
@@ -523,6 +592,22 @@ def _requirement_strings(root: Path) -> Iterator[str]:
     yield from _cog(root / "cog.yaml")
 
 
+def _pins_apex(root: Path) -> bool:
+    """Does one of the folder's install documents install NVIDIA apex at a fixed commit
+    (``apex/tree/<sha>``, ``apex.git@<sha>``, or ``git checkout``/``git reset --hard <sha>``
+    just after apex is cloned)?"""
+    for path in _install_documents(root):
+        text = _read(path)
+        if text is None or "apex" not in text.lower():
+            continue
+        if _APEX_AT_COMMIT.search(text):
+            return True
+        for found in _GIT_AT_COMMIT.finditer(text):
+            if "apex" in text[max(0, found.start() - 300) : found.start()].lower():
+                return True
+    return False
+
+
 def _documented_torch(root: Path) -> Iterator[Requirement]:
     """The torch versions a folder's README and INSTALL documents state: with an operator
     (a conda pin's single `=` reads as `==`), in a requirements file they say to install,
@@ -549,6 +634,10 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
                 yield (ApexContainerTorch if built else Requirement)(f"torch>={torch[0]}.{torch[1]}")
         for operator, version in _DOCUMENTED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator)}{version}")
+        if _CONDA_CUDATOOLKIT.search(text):
+            yield Requirement("torch<=1.12")
+        if _LTS_TORCH.search(text):
+            yield Requirement("torch==1.8")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
@@ -658,7 +747,14 @@ def _requirements_txt(path: Path) -> Iterator[str]:
     for line in text.splitlines():
         line = line.split(" #", 1)[0].strip()
         if line and not line.startswith(("#", "-")):
-            yield line
+            # A conda package list (`conda install --file conda-requirements.txt`: matchmaker's
+            # `pytorch==1.9.0`, or conda's `pytorch=1.9.0`) names torch `pytorch`, which pip
+            # cannot install: the line can only mean torch.
+            conda = _CONDA_TORCH.match(line.split("::")[-1])
+            if conda is not None and conda.group(1) == "pytorch":
+                yield f"torch{_DOCUMENT_OPERATORS.get(conda.group(2), conda.group(2))}{conda.group(3)}"
+            else:
+                yield line
 
 
 def _conda_environment(path: Path) -> Iterator[str]:

@@ -103,8 +103,15 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     `Dockerfile`, read as for the target torch) starts from an NVIDIA PyTorch container
     older than native AMP (before 20.06: UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`):
     that container's apex has `apex.amp`, and its torch has no native AMP to move to.
-    A requirements pin of an old torch does not count (apex is then installed from its
-    current source, which has no `apex.amp`), nor does an image a README only suggests. RULES.md lists no silences beyond `import apex as amp`;
+    Nor where an install document of the file's folders pins apex to a commit
+    (`git reset --hard <sha>` after cloning apex, `apex/tree/<sha>`, `apex.git@<sha>`:
+    unilm's subprojects), an apex of its day, which has `apex.amp`; nor where the
+    project's torch is held below native AMP (every torch bound of its nearest
+    declaration caps it below 1.6: `torch==1.4.0`, `conda install pytorch==1.4.0`,
+    `pytorch/pytorch:1.1.0`): current apex uses `torch.cuda.amp` itself and does not
+    build there, so the project's apex is one of its time, with `apex.amp` (and no native
+    AMP exists to move to). A lower bound (`torch>=1.4`) does count: such a project may
+    meet current torch and apex. An NGC image a README only suggests does not silence it. RULES.md lists no silences beyond `import apex as amp`;
     these (the old-torch branches, the unused optional import, the vendored package, the
     old container) are this page's decisions, made because the message's premise is false
     there.
@@ -396,8 +403,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     def leave_Module(self, original_node: cst.Module) -> None:
         if self._uses and self._apex_amp_in_project():
             return  # the project ships its own apex.amp: it exists wherever the code runs
-        if self.context.project.container_apex_amp:
-            return  # its container's apex has apex.amp, and its torch no native AMP
+        if self.context.project.apex_amp_available:
+            return  # its container's or its pinned apex has apex.amp
         self._uses = [use for use in self._uses if not self._old_torch_only(use.node) and not self._unused_optional_import(use.node)]
         fix = self._canonical_fix()
         for use in self._uses:

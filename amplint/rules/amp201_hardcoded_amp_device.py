@@ -120,7 +120,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     name bound only to CUDA (`torch.device(device_str)` after `device_str = "cuda:0"`) is
     CUDA; so is `ctx.device` of a parameter annotated with a class of the file that sets
     `device` only to CUDA, and `device_id=self.device` counts as a CUDA `device_id=` when the
-    class sets `self.device` only to CUDA (mochi).
+    class sets `self.device` only to CUDA (mochi). Entering `torch.cuda.device(i)` (for an
+    index other than a literal -1 or None) requires CUDA: it raises without it
+    (modulus-makani).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -250,6 +252,20 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # Right after NCCL, the function enters a CUDA device, which raises without CUDA
+        # (modulus-makani's checkpoint converter).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def pick():
+            return torch.device("cpu")
+
+        def main(rank, world_size):
+            dist.init_process_group(backend="nccl", rank=rank, world_size=world_size)
+            with torch.cuda.device(dist.get_rank() % torch.cuda.device_count()):
+                run()
+        """,
         # Round W, mochi: a device built from a name bound to CUDA; an instance of a class that
         # sets its `device` only to CUDA, through an annotated parameter; NCCL given
         # `device_id=self.device` just set to a CUDA device.

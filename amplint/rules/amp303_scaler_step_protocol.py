@@ -39,7 +39,11 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     passes its scaler to the stepping function and then updates it). A helper that is
     handed the scaler and steps optimizers without doing the scaled backward itself
     (`def step_all(optimizers, scaler)`) leaves `update()` to its callers, wherever they
-    are: it is not flagged. Nor is an object named like a scaler that the file builds with
+    are: it is not flagged. Nor is a function that is handed the scaler as a parameter
+    and that the file never calls (round X: mmgeneration's `train_step(...,
+    loss_scaler=None)` steps D and G, and its runner in another file updates once after):
+    the caller owns the scaler and its update. Only a caller in the file that passes
+    the scaler and never updates it shows the update missing. Nor is an object named like a scaler that the file builds with
     some other call and never uses to scale a loss (fairscale's
     `layer_scaler = LayerwiseGradientScaler(...)`): RULES.md's scaler (section D) is one
     built as a GradScaler or used as `X.scale(loss).backward()`. Where the file does not
@@ -57,6 +61,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     def train_step(loss, optimizer, scaler):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
+
+    def train(model, loader, optimizer, scaler):
+        for x in loader:
+            train_step(model(x), optimizer, scaler)
     ```
 
     ## Use instead
@@ -65,6 +73,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+
+    def train(model, loader, optimizer, scaler):
+        for x in loader:
+            train_step(model(x), optimizer, scaler)
     ```
 
     ## Fix safety
@@ -131,6 +143,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
             def after(self):
                 self.scaler.update()
         """,
+        # A scaler handed in, with no caller in this file: the caller owns it and its update
+        # (mmgeneration's train_step; its runner updates after the D and G steps).
+        """
+        class GAN:
+            def train_step(self, data, optimizer, loss_scaler=None):
+                loss_scaler.scale(self.d_loss(data)).backward()
+                loss_scaler.step(optimizer["d"])
+                loss_scaler.scale(self.g_loss(data)).backward()
+                loss_scaler.step(optimizer["g"])
+        """,
         # A helper handed the scaler steps the optimizers; its caller updates (nerfstudio).
         """
         def step_all(optimizers, scaler):
@@ -170,17 +192,21 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         """,
     )
     INVALID = (
-        # Another function's parameter of the same name is another scaler.
+        # The scaler the caller passes is never updated.
         Invalid(
             """
             def f(loss, optimizers, scaler):
                 scaler.scale(loss).backward()
                 for optimizer in optimizers:
                     scaler.step(optimizer)
+
+            def main(loss, optimizers):
+                f(loss, optimizers, make_scaler())
             """,
             fixed=None,  # an update per optimizer is not one per iteration
             line=4, column=9, message="`scaler.step()` without `scaler.update()`",
         ),
+        # Another function's parameter of the same name is another scaler.
         Invalid(
             """
               def train_a(loss, opt, scaler):
@@ -192,6 +218,8 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                   scaler.scale(loss).backward()
                   scaler.step(opt)
                   scaler.update()
+
+              train_a(loss, opt, scaler)
             """,
             count=1,
             line=3, column=5, message="`scaler.step()` without `scaler.update()`",
@@ -219,6 +247,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                   scaler.step(opt)
             +     scaler.update()
                   log(loss)
+
+              for batch in loader:
+                  train_step(model, batch, opt, scaler)
             """,
             line=4, column=5, message="`scaler.step()` without `scaler.update()`",
         ),

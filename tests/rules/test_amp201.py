@@ -206,3 +206,12 @@ def test_nccl_under_a_flag_whose_earlier_branch_raises_without_cuda(first: str, 
     source = SAME_FLAG.replace("FIRST", first).replace("SECOND", second)
     found = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
     assert bool(found) is reported, found
+
+
+def test_torch_entering_a_cuda_device_raises_without_cuda(torch) -> None:  # type: ignore[no-untyped-def]
+    if torch.cuda.is_available():
+        pytest.skip("a machine with CUDA")
+    with pytest.raises(RuntimeError), torch.cuda.device(0):
+        pass
+    with torch.cuda.device(-1):  # the index that selects nothing
+        pass

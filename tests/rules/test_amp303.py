@@ -39,6 +39,10 @@ def train(model, optimizer, scaler, steps):
         scaler.unscale_(optimizer)
         scaler.step(optimizer)
         optimizer.zero_grad()
+
+
+def main(model, optimizer):
+    train(model, optimizer, torch.amp.GradScaler("cpu"), 3)
 """
 
 DOUBLE_UNSCALE = """
