@@ -100,8 +100,8 @@ _DOCUMENTED_TORCH = re.compile(
 _CONDA_CUDATOOLKIT = re.compile(
     r"\bconda\s+install\b[^\n]*?(?<![\w-])pytorch(?![\w-]|\s*[=<>~])[^\n]*?\bcudatoolkit\s*=", re.IGNORECASE
 )
-_APEX_AT_COMMIT = re.compile(r"apex(?:\.git)?(?:/tree/|/commit/|@)[0-9a-f]{7,40}\b", re.IGNORECASE)
-_GIT_AT_COMMIT = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+[0-9a-f]{7,40}\b")
+_APEX_AT_COMMIT = re.compile(r"apex(?:\.git)?(?:/tree/|/commit/|@)[0-9a-f]{6,40}\b", re.IGNORECASE)
+_GIT_AT_COMMIT = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+[0-9a-f]{6,40}\b")
 # PyTorch's long-term-support channel only ever shipped torch 1.8 (`conda install pytorch
 # -c pytorch-lts`, `pip install ... -f https://download.pytorch.org/whl/lts/1.8/...`).
 _LTS_TORCH = re.compile(r"-c\s+pytorch-lts\b|download\.pytorch\.org/whl/lts/1\.8\b", re.IGNORECASE)
