@@ -399,6 +399,8 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # STCN's README: the version in code marks; bold names.
         ({"README.md": "We used:\n- PyTorch `1.8.1`\n- torchvision `0.9.1`\n"}, (1, 8)),
         ({"README.md": "**PyTorch** >= 1.10 is required.\n"}, (1, 10)),
+        # suncet's requirements list.
+        ({"README.md": "## Requirements\n* Python 3.8\n* PyTorch install 1.7.1\n"}, (1, 7)),
         # unidiffuser's README names the release as pip's file names do.
         ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
         ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),
@@ -422,6 +424,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # Dockerfile elsewhere than the folder or its docker/ is not read.
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:25.01-py3\n"}, (2, 4)),
         ({"Dockerfile": "FROM pytorch/pytorch:latest\n# tested with PyTorch 1.6\n"}, None),
+        # NeMo's Dockerfile.speech: a comment about another package's pin is no command.
+        ({"Dockerfile": "FROM ubuntu:22.04\n# vllm pins torch==2.3.0, so it is installed without deps\n"}, None),
+        ({"install.sh": "#!/bin/sh\n# pip install torch==1.8.0 worked too\npip install torch==2.1.0\n"}, (2, 1)),
         ({"tools/Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n", "other/requirements.txt": "torch>=2.4\n"}, None),
     ],
 )

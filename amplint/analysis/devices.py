@@ -61,6 +61,9 @@ CUDA_STATE_CALLS = frozenset(
         "torch.cuda.get_device_name",
         "torch.cuda.get_device_capability",
         "torch.cuda.current_stream",
+        "torch.cuda.mem_get_info",  # UniDepth's training loop logs free memory
+        "torch.cuda.ipc_collect",  # EasyAnimate's validation ends with it
+        "torch.cuda.set_per_process_memory_fraction",  # NeMo's memory profiler
     }
 )
 INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})

@@ -77,7 +77,9 @@ _INSTALL_SCRIPT = re.compile(r"^[\w.-]*(?:install|env|setup|requirement)[\w.-]*\
 _CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:[.-][\w.-]+)?|[\w.-]+\.dockerfile)$", re.IGNORECASE)
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
-_STATED_TORCH = re.compile(r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+_STATED_TORCH = re.compile(
+    r"(?<![\w.-])(?:py)?torch(?:\s+(?:version|install(?:ed|ation)?))?\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE
+)  # "PyTorch 1.12", "PyTorch version 1.7.1", "PyTorch install 1.7.1" (suncet's requirements list)
 # `cd ImageBind` (on this line or an earlier one of the block), `pip install -r requirements.txt`.
 # `conda env create -f scripts/environment.yaml` (imaginaire's INSTALL.md) likewise.
 _CD_OR_PIP_INSTALL_R = re.compile(
@@ -617,6 +619,10 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         text = _read(path)
         if text is None:
             continue
+        if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
+            # A script's comments are not its commands (NeMo's Dockerfile.speech explains
+            # in one that vllm pins `torch==2.3.0`, which it then avoids).
+            text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
         yield from _installed_requirements(root, text)
         plain = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text)).replace("`", "").replace("**", "")
         # A badge's label is in its URL, its characters escaped (FullSubNet's

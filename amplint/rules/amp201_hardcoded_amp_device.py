@@ -82,7 +82,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
     tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
-    `torch.cuda.get_device_properties(...)` and kin; RULES.md names CUDA-requiring calls
+    `torch.cuda.get_device_properties(...)`, `torch.cuda.mem_get_info()`,
+    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin; RULES.md names CUDA-requiring calls
     only for (d), and not these: both are this page's extensions), in a block that
     holds the autocast or in its own statement, not in another branch (MONAI's float16
     check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
@@ -252,6 +253,19 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The loop asks CUDA for its free memory, which raises without CUDA (UniDepth).
+        """
+        import torch
+
+        def main_worker(model, optimizer, loader, f16):
+            device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+            context = torch.autocast(device_type="cuda", dtype=torch.float16, enabled=f16)
+            free, total = torch.cuda.mem_get_info()
+            for x in loader:
+                with context:
+                    loss = model(x.to(device))
+                loss.backward()
+        """,
         # Right after NCCL, the function enters a CUDA device, which raises without CUDA
         # (modulus-makani's checkpoint converter).
         """

@@ -26,7 +26,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
       of one class for another class's;
     - `optimizer.step()` in the block of a scaled backward (or a block nested under it)
       in a function that never calls `scaler.step(...)`, so the optimizer steps on
-      scaled gradients;
+      scaled gradients (not for a GradScaler the file builds, in a file that opens no
+      autocast block and never steps, updates or unscales it: there it is a constant
+      loss multiplier chosen on purpose, nerfacc's `GradScaler(2**10)` "not unscaled
+      because we are using Adam"; a decision of amplint's, from evaluation round Z);
     - `scaler.unscale_(optimizer)` twice for the same optimizer in one straight-line
       block with no `step`/`update` between.
 
@@ -142,6 +145,18 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
 
             def after(self):
                 self.scaler.update()
+        """,
+        # No autocast and no step, update or unscale_: a constant loss multiplier (nerfacc).
+        """
+        import torch
+
+        grad_scaler = torch.cuda.amp.GradScaler(2**10)
+        for x, y in loader:
+            loss = torch.nn.functional.smooth_l1_loss(model(x), y)
+            optimizer.zero_grad()
+            # do not unscale it because we are using Adam.
+            grad_scaler.scale(loss).backward()
+            optimizer.step()
         """,
         # A scaler handed in, with no caller in this file: the caller owns it and its update
         # (mmgeneration's train_step; its runner updates after the D and G steps).
@@ -259,14 +274,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
               scaler = torch.amp.GradScaler('cuda')
               opt = torch.optim.AdamW(params)
               for x in data:
-                  scaler.scale(model(x)).backward()
+                  with torch.autocast('cuda'):
+                      loss = model(x)
+                  scaler.scale(loss).backward()
             -     opt.step()
             +     scaler.step(opt)
             +     scaler.update()
                   opt.zero_grad()
             """,
             count=1,
-            line=6, column=5, message="use `scaler.step(opt)`",
+            line=8, column=5, message="use `scaler.step(opt)`",
         ),
         Invalid(
             """
@@ -372,6 +389,12 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 continue
             if any(c.method == "step" and c.scaler == scaler for c in scalers.in_scope(scope)):
                 continue
+            if (
+                scaler in scalers.constructed_names
+                and not self.context.analysis.autocast.blocks
+                and not any(c.scaler == scaler and c.method in ("step", "update", "unscale_") for c in scalers.calls)
+            ):
+                continue  # a constant loss multiplier, on purpose: no autocast, no step or update (nerfacc)
             backward_statement = self.context.analysis.tree.statement_of(backward)
             located = self.context.analysis.tree.statement_list(backward_statement) if backward_statement else None
             if located is None:

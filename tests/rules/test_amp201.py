@@ -92,7 +92,8 @@ def test_torch_the_cuda_state_calls_raise_without_cuda(torch) -> None:  # type: 
     for qualified in sorted(CUDA_STATE_CALLS):
         function = getattr(torch.cuda, qualified.rsplit(".", 1)[1])
         with pytest.raises((AssertionError, RuntimeError)):
-            function(0) if qualified.endswith("get_device_properties") else function()
+            arguments = {"get_device_properties": (0,), "set_per_process_memory_fraction": (0.5, 0)}
+            function(*arguments.get(qualified.rsplit(".", 1)[1], ()))
 
 
 SCALER_BESIDE_AUTOCAST = """\
@@ -215,3 +216,24 @@ def test_torch_entering_a_cuda_device_raises_without_cuda(torch) -> None:  # typ
         pass
     with torch.cuda.device(-1):  # the index that selects nothing
         pass
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["torch.cuda.mem_get_info()", "torch.cuda.ipc_collect()", "torch.cuda.set_per_process_memory_fraction(0.9, 0)"],
+)
+def test_torch_cuda_queries_that_raise_without_cuda_make_a_function_cuda_only(torch, call: str) -> None:  # type: ignore[no-untyped-def]
+    source = f"""
+import torch
+
+def profile(model, x, device):
+    {call}
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return model(x.to(device))
+"""
+    assert [d.code for d in check_source(source, "profile.py", select=["AMP201"])] == []
+    without = source.replace(f"    {call}\n", "")
+    assert [d.code for d in check_source(without, "profile.py", select=["AMP201"])] == ["AMP201"]
+    if not torch.cuda.is_available():
+        with pytest.raises((AssertionError, RuntimeError)):
+            eval(call, {"torch": torch})
