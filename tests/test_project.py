@@ -399,6 +399,15 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # STCN's README: the version in code marks; bold names.
         ({"README.md": "We used:\n- PyTorch `1.8.1`\n- torchvision `0.9.1`\n"}, (1, 8)),
         ({"README.md": "**PyTorch** >= 1.10 is required.\n"}, (1, 10)),
+        # SyncDreamer: the version before the name.
+        ({"README.md": "We test it with 11.1 CUDA and 1.10.2 pytorch.\n"}, (1, 10)),
+        ({"README.md": "pip install torchvision 0.11 pytorch-lightning\n"}, None),
+        # ModernTCN: a Python that torch 1.13 was the last release for.
+        ({"README.md": "1. Install Python 3.7, and the packages in requirements.txt\n"}, (1, 13)),
+        ({"README.md": "conda create -n tcn python=3.6\n"}, (1, 13)),
+        ({"README.md": "Python 3.7+ and PyTorch are needed.\n"}, None),
+        ({"README.md": "Python >= 3.7\n"}, None),
+        ({"README.md": "Install Python 3.8\n"}, None),
         # suncet's requirements list.
         ({"README.md": "## Requirements\n* Python 3.8\n* PyTorch install 1.7.1\n"}, (1, 7)),
         # unidiffuser's README names the release as pip's file names do.
@@ -663,6 +672,8 @@ def train(model, optimizer, loader):
         # ColossalAI's docker/Dockerfile: a six-digit abbreviation.
         ({"docker/Dockerfile": "RUN git clone https://github.com/NVIDIA/apex && \\\n    cd apex && \\\n    git checkout a7de60 && \\\n    pip install ./\n"}, True),
         ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\npip install -v .\n"}, False),
+        # A fork is apex as it was (SimXNS's MASTER installs ptrblck/apex).
+        ({"README.md": "git clone https://github.com/ptrblck/apex.git\ncd apex\npip install -v .\n"}, True),
         # A pinned commit of another repository says nothing about apex.
         ({"README.md": "git clone https://github.com/x/y\ngit checkout 1603407bf49c\n"}, False),
         # A file that bounds torch is nearer than the container a document names.

@@ -713,7 +713,22 @@ class DeviceAnalysis:
         or in ``node``'s own statement), not ones in another branch."""
         scope = self.tree.scope_of(node)
         path = (node, self.tree.statement_of(node)) if on_its_path else None
-        return self._scope_requires_cuda(scope, path, follow_methods=True) or self._constructor_requires_cuda(scope)
+        return (
+            self._scope_requires_cuda(scope, path, follow_methods=True)
+            or self._constructor_requires_cuda(scope)
+            or self._enclosing_requires_cuda(scope)
+        )
+
+    def _enclosing_requires_cuda(self, scope: ScopeNode) -> bool:
+        """Is ``scope`` a closure whose enclosing function requires CUDA whenever it defines
+        it (instruct-pix2pix's ``main`` calls ``model.eval().cuda()``, then defines the
+        ``generate`` that opens the autocast)?"""
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        outer = self.tree.scope_of(scope)
+        if not isinstance(outer, cst.FunctionDef) or self.tree.class_of(scope) is not None:
+            return False
+        return self._scope_requires_cuda(outer, (scope, scope), follow_methods=True)
 
     def _constructor_requires_cuda(self, scope: ScopeNode) -> bool:
         """Is ``scope`` a method of a class whose ``__init__`` requires CUDA whenever it runs

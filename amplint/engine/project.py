@@ -102,8 +102,22 @@ _DOCUMENTED_TORCH = re.compile(
 _CONDA_CUDATOOLKIT = re.compile(
     r"\bconda\s+install\b[^\n]*?(?<![\w-])pytorch(?![\w-]|\s*[=<>~])[^\n]*?\bcudatoolkit\s*=", re.IGNORECASE
 )
+# An apex fork (`git clone https://github.com/ptrblck/apex.git`, SimXNS's MASTER; `qywu/apex`):
+# a copy of apex as it was, with its apex.amp.
+_APEX_FORK = re.compile(r"github\.com/(?!nvidia/)[\w.-]+/apex(?:\.git)?(?![\w-])", re.IGNORECASE)
 _APEX_AT_COMMIT = re.compile(r"apex(?:\.git)?(?:/tree/|/commit/|@)[0-9a-f]{6,40}\b", re.IGNORECASE)
 _GIT_AT_COMMIT = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+[0-9a-f]{6,40}\b")
+# The version before the name: "with 11.1 CUDA and 1.10.2 pytorch" (SyncDreamer's README).
+_TORCH_AFTER_VERSION = re.compile(
+    r"(?<!torchvision\s)(?<!torchaudio\s)(?<!python\s)(?<!cuda\s)(?<![\w.=<>~-])v?([0-9]\.[0-9]+(?:\.[0-9]+)?)\s+(?:py)?torch(?![\w-])",
+    re.IGNORECASE,
+)
+# A Python no newer than 3.7 ("Install Python 3.7", `conda create -n x python=3.7`): torch 1.13
+# was the last release for it (ModernTCN). "Python 3.7+" and ">=3.7" are minimums, not this.
+_OLD_PYTHON = re.compile(
+    r"(?<![\w.-])python\s*(?:={1,2}\s*)?3\.[0-7](?:\.[0-9]+)?(?![\d+]|\s*(?:or|and)\s+(?:later|newer|above|higher))",
+    re.IGNORECASE,
+)
 # PyTorch's long-term-support channel only ever shipped torch 1.8 (`conda install pytorch
 # -c pytorch-lts`, `pip install ... -f https://download.pytorch.org/whl/lts/1.8/...`).
 _LTS_TORCH = re.compile(r"-c\s+pytorch-lts\b|download\.pytorch\.org/whl/lts/1\.8\b", re.IGNORECASE)
@@ -602,7 +616,7 @@ def _pins_apex(root: Path) -> bool:
         text = _read(path)
         if text is None or "apex" not in text.lower():
             continue
-        if _APEX_AT_COMMIT.search(text):
+        if _APEX_AT_COMMIT.search(text) or _APEX_FORK.search(text):
             return True
         for found in _GIT_AT_COMMIT.finditer(text):
             if "apex" in text[max(0, found.start() - 300) : found.start()].lower():
@@ -644,13 +658,15 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement("torch<=1.12")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
+        if _OLD_PYTHON.search(text):
+            yield Requirement("torch<=1.13")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
             continue  # a script's prose is its comments
         for version in _AT_LEAST_TORCH.findall(text):
             yield Requirement(f"torch>={version}")
-        for version in _STATED_TORCH.findall(text):
+        for version in [*_STATED_TORCH.findall(text), *_TORCH_AFTER_VERSION.findall(text)]:
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
             if int(version.split(".")[0]) < 10:
                 yield Requirement(f"torch>={version}")

@@ -105,7 +105,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     that container's apex has `apex.amp`, and its torch has no native AMP to move to.
     Nor where an install document of the file's folders pins apex to a commit
     (`git reset --hard <sha>` after cloning apex, `apex/tree/<sha>`, `apex.git@<sha>`:
-    unilm's subprojects), an apex of its day, which has `apex.amp`; nor where the
+    unilm's subprojects) or installs a fork of it (`github.com/ptrblck/apex`: SimXNS),
+    an apex of its day, which has `apex.amp`; nor where the
     project's torch is held below native AMP (every torch bound of its nearest
     declaration caps it below 1.6: `torch==1.4.0`, `conda install pytorch==1.4.0`,
     `pytorch/pytorch:1.1.0`): current apex uses `torch.cuda.amp` itself and does not

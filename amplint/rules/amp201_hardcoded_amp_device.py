@@ -83,7 +83,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
     `torch.cuda.get_device_properties(...)`, `torch.cuda.mem_get_info()`,
-    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin; RULES.md names CUDA-requiring calls
+    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin, or
+    in a closure whose enclosing function requires CUDA whenever it defines it; RULES.md names CUDA-requiring calls
     only for (d), and not these: both are this page's extensions), in a block that
     holds the autocast or in its own statement, not in another branch (MONAI's float16
     check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
@@ -253,6 +254,23 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # A closure defined after its enclosing function moved the model to CUDA
+        # (instruct-pix2pix's edit app).
+        """
+        import torch
+        from torch import autocast
+
+        def main(model, loader):
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            model.eval().cuda()
+
+            def generate(x):
+                with autocast("cuda"):
+                    return model(x.to(model.device))
+
+            for x in loader:
+                generate(x)
+        """,
         # The loop asks CUDA for its free memory, which raises without CUDA (UniDepth).
         """
         import torch
