@@ -405,6 +405,8 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # ModernTCN: a Python that torch 1.13 was the last release for.
         ({"README.md": "1. Install Python 3.7, and the packages in requirements.txt\n"}, (1, 13)),
         ({"README.md": "conda create -n tcn python=3.6\n"}, (1, 13)),
+        # croco: 3.7 only for one optional package, "use a more recent python version" else.
+        ({"README.md": "Only habitat-sim needs it; else use a more recent python version.\nconda create -n croco python=3.7\n"}, None),
         ({"README.md": "Python 3.7+ and PyTorch are needed.\n"}, None),
         ({"README.md": "Python >= 3.7\n"}, None),
         ({"README.md": "Install Python 3.8\n"}, None),

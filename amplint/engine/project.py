@@ -118,6 +118,9 @@ _OLD_PYTHON = re.compile(
     r"(?<![\w.-])python\s*(?:={1,2}\s*)?3\.[0-7](?:\.[0-9]+)?(?![\d+]|\s*(?:or|and)\s+(?:later|newer|above|higher))",
     re.IGNORECASE,
 )
+# ... unless the document allows a newer one (croco: python=3.7 "is required only for the
+# interactive demo ... use a more recent python version").
+_NEWER_PYTHON_ALLOWED = re.compile(r"\b(?:more\s+recent|newer|later)\s+python\b", re.IGNORECASE)
 # PyTorch's long-term-support channel only ever shipped torch 1.8 (`conda install pytorch
 # -c pytorch-lts`, `pip install ... -f https://download.pytorch.org/whl/lts/1.8/...`).
 _LTS_TORCH = re.compile(r"-c\s+pytorch-lts\b|download\.pytorch\.org/whl/lts/1\.8\b", re.IGNORECASE)
@@ -658,7 +661,7 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement("torch<=1.12")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
-        if _OLD_PYTHON.search(text):
+        if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text):
             yield Requirement("torch<=1.13")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
