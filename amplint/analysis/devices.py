@@ -18,6 +18,7 @@ Analysis API (``context.analysis.devices``):
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -28,7 +29,7 @@ from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import dotted_name, last_name, string_literal
+from amplint.analysis.syntax import dotted_name, last_name, match_arguments, string_literal
 from amplint.analysis.torch_api import (
     AUTOCASTS,
     AVAILABILITY_TESTS,
@@ -349,20 +350,16 @@ class DeviceAnalysis:
         if not calls:
             return False
         owner = self.tree.class_of(function)
-        positional = [*function.params.posonly_params, *function.params.params]
+        positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
         if owner is not None and positional and not any(
             self.names.resolve(decorator.decorator) == "staticmethod" for decorator in function.decorators
         ):
             positional = positional[1:]  # `self` (or `cls`) is not in the call's arguments
         for call in calls:
-            if any(arg.star for arg in call.args):
+            matched = match_arguments(call.args, positional)
+            if matched is None:
                 return False
-            given = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == param.name.value), None)
-            if given is None and param in positional:
-                plain = [arg.value for arg in call.args if arg.keyword is None]
-                index = positional.index(param)
-                given = plain[index] if index < len(plain) else None
-            given = given if given is not None else param.default
+            given = matched[0].get(param.name.value, param.default)
             if given is None or not self._holds_cuda(given, depth):
                 return False
         return True
@@ -377,8 +374,12 @@ class DeviceAnalysis:
         else:
             name = function.name.value
             calls = [call for call in self.tree.index.calls if self._calls_function(call, function)]
-        mentions = sum(1 for node in self.tree.parents if isinstance(node, cst.Name) and node.value == name)
-        return calls if mentions == len(calls) + 1 else []  # + 1: the definition's own name
+        return calls if self._name_counts[name] == len(calls) + 1 else []  # + 1: the definition's own name
+
+    @functools.cached_property
+    def _name_counts(self) -> Counter[str]:
+        """How often each name is spelled in the file."""
+        return Counter(node.value for node in self.tree.parents if isinstance(node, cst.Name))
 
     def _binds_cuda_literal(self, binding: Assignment) -> bool:
         target = binding.node
@@ -969,7 +970,7 @@ class DeviceAnalysis:
         second ``if`` runs only where the first found the device. Only for a test that
         reads names and subscripts: a call could answer differently the second time."""
         located = self.tree.statement_list(branch)
-        if located is None or _calls_in_test(branch.test):
+        if located is None or any(self.tree.within(call, branch.test) for call in self.tree.index.calls):
             return False
         siblings, index = located
         test = self.source.module.code_for_node(branch.test)
@@ -978,14 +979,18 @@ class DeviceAnalysis:
                 isinstance(earlier, cst.If)
                 and self.source.module.code_for_node(earlier.test) == test
                 and isinstance(earlier.body, cst.IndentedBlock)
-                and self._guarded_by_earlier_statement(earlier.body, _END)
+                and self._guards(earlier.body.body)
             ):
                 return True
         return False
 
     def _guarded_by_earlier_statement(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
         """``if not torch.cuda.is_available(): raise ...`` or ``assert <device test>`` earlier in the block."""
-        for statement in _statements_before(block.body, child):
+        return self._guards(_statements_before(block.body, child))
+
+    def _guards(self, statements: Sequence[cst.BaseStatement]) -> bool:
+        """Does one of ``statements`` leave (or assert) unless the device is there?"""
+        for statement in statements:
             if (
                 isinstance(statement, cst.If)
                 and statement.orelse is None
@@ -1065,25 +1070,7 @@ def _walk_tests(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
-# Stands for the end of a block: every statement of the block comes before it.
-_END = cst.Pass()
-
-
-def _calls_in_test(test: cst.BaseExpression) -> bool:
-    found = False
-
-    class _Visitor(ReadOnlyVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            nonlocal found
-            found = True
-
-    test.visit(_Visitor())
-    return found
-
-
 def _statements_before(body: Sequence[cst.BaseStatement], child: cst.CSTNode) -> list[cst.BaseStatement]:
-    if child is _END:
-        return list(body)
     for index, statement in enumerate(body):
         if statement is child:
             return list(body[:index])
