@@ -122,7 +122,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     features a float32 head trains on after the block, as in MSN's linear evaluation):
     nothing differentiable ran under autocast, and — a decision of
     amplint's — losses whose inputs from the block are explicitly upcast
-    (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose), `binary_cross_entropy`
+    (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose; also through a name
+    bound to the upcast, `pred_rgb = preds[..., :3].float()`), `binary_cross_entropy`
     and `nn.BCELoss` (autocast refuses them: moving one into the block would raise, which
     AMP104 reports; RoboFlamingo computes its gripper loss after the block; RULES.md lists
     `binary_cross_entropy` among AMP102's losses, this page leaves it out), evaluation code with no
