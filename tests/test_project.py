@@ -269,8 +269,12 @@ def test_a_subproject_is_held_to_its_own_torch(tmp_path: Path) -> None:
             "seg/environment.yml": "name: seg\ndependencies:\n  - python=3.9\n  - pytorch::pytorch=2.0.0  # conda, with its channel\n  - pip:\n    - timm\n",
             "seg/train.py": "",
             "other/train.py": "",
+            # Sparse4D's singular `requirement.txt`, which its quick start installs with -r.
+            "sparse/requirement.txt": "torch==1.13.0+cu116\n",
+            "sparse/train.py": "",
         },
     )
+    assert project_facts(root, file=root / "sparse/train.py").target_torch == (1, 13)
     assert project_facts(root, file=root / "clip/training/train.py").target_torch == (1, 9)
     assert project_facts(root, file=root / "det/train.py").target_torch == (2, 1)
     assert project_facts(root, file=root / "seg/train.py").target_torch == (2, 0)
@@ -712,6 +716,29 @@ def test_the_only_folder_that_bounds_torch_speaks_for_a_project_that_states_it_o
     assert project_facts(hidden, file=hidden / "train.py").target_torch is None
 
 
+def test_a_package_folder_that_links_to_the_source_declares_for_it(tmp_path: Path) -> None:
+    # fairchem: packages/fairchem-core/src is a link to ../../src, and that package's
+    # pyproject (torch>=2.2) is what installs the code under src/; packages/ beside it pins
+    # torch==2.2.0, and a second package states another torch.
+    files = {
+        "packages/fairchem-core/pyproject.toml": '[project]\nname = "core"\ndependencies = ["torch>=2.2"]\n',
+        "packages/requirements.txt": "torch==2.0\n",
+        "packages/fairchem-data/pyproject.toml": '[project]\nname = "data"\ndependencies = ["torch>=2.5"]\n',
+        "src/fairchem/core/trainer.py": OLD_AUTOCAST,
+        "other/run.py": OLD_AUTOCAST,
+    }
+    unlinked = _project(tmp_path / "unlinked", files)
+    assert project_facts(unlinked, file=unlinked / "src/fairchem/core/trainer.py").target_torch is None
+    root = _project(tmp_path / "linked", files)
+    (root / "packages/fairchem-core/src").symlink_to("../../src", target_is_directory=True)
+    (root / "packages/fairchem-data/outside").symlink_to(tmp_path / "unlinked", target_is_directory=True)
+    assert project_facts(root, file=root / "src/fairchem/core/trainer.py").target_torch == (2, 2)
+    assert _codes(root, root / "src/fairchem/core/trainer.py") == []
+    # The link speaks only for the folder it points to; one to a folder outside the project
+    # (fairchem-data's `outside`) says nothing.
+    assert project_facts(root, file=root / "other/run.py").target_torch is None
+
+
 def test_the_cache_follows_the_folder_that_states_the_torch(tmp_path: Path) -> None:
     root = _project(tmp_path, {"pyproject.toml": "[tool.amplint]\n", "code/train.py": OLD_AUTOCAST, "LRA/README.md": "pytorch==1.7.1\n"})
     assert _codes(root, root / "code/train.py") == []
@@ -750,6 +777,14 @@ def train(model, optimizer, loader):
         ({"README.md": "Docker: FROM pytorch/pytorch:1.1.0-cuda10.0-cudnn7.5-devel\n"}, True),
         ({"requirements.txt": "torch>=1.4\n"}, False),
         ({"requirements.txt": "torch==1.4.0\n", "setup.py": "setup(install_requires=['torch>=1.2'])\n"}, False),
+        # A ceiling from the same page's Python (layoutlm/deprecated: `conda create -n layoutlm
+        # python=3.6`, then `pytorch==1.4.0`) admits the pin: it is still held back.
+        (
+            {"README.md": "conda create -n layoutlm python=3.6\nconda install pytorch==1.4.0 cudatoolkit=10.1 -c pytorch\n"
+             "git clone https://github.com/NVIDIA/apex && cd apex\n"},
+            True,
+        ),
+        ({"README.md": "conda create -n x python=3.6\ngit clone https://github.com/NVIDIA/apex\n"}, False),
         ({"requirements.txt": "torch==1.7.1\n"}, False),
         # apex pinned to a commit: an apex of its day (unilm-v1, s2s-ft).
         ({"README.md": "git clone https://github.com/NVIDIA/apex.git\ncd apex\ngit reset --hard 1603407bf49c7fc3da74fceb6a6c7b47fece2ef8\npip install -v .\n"}, True),

@@ -815,6 +815,12 @@ class DeviceAnalysis:
             and not self.in_device_condition(call)
         ):
             return True  # `with torch.cuda.device(rank % torch.cuda.device_count()):` (makani); -1 is a no-op
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "enable_xformers_memory_efficient_attention"
+            and not self.in_device_condition(call)
+        ):
+            return True  # diffusers raises "xformers' memory efficient attention is only available for GPU"
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and (
             qualified is None or isinstance(call.func.value, cst.Call)
         ):
@@ -936,8 +942,39 @@ class DeviceAnalysis:
         """Does ``call`` run whenever ``node`` (whose statement is ``statement``) does?"""
         if statement is not None and self.tree.within(call, statement):
             return True
-        block = self.tree.running_block(call)
+        block = self._unavoidable_block(call)
         return block is not None and self.tree.within(node, block)
+
+    def _unavoidable_block(self, call: cst.Call) -> cst.Module | cst.IndentedBlock | None:
+        """The outermost block that cannot go on without running ``call``: out of an ``if``
+        whose ``else`` leaves (``if is_xformers_available(): ... else: raise``), and out of
+        an ``if`` on a parameter that defaults to True and is never bound again
+        (Gen-L-Video's ``enable_xformers_memory_efficient_attention: bool = True``): the
+        function's own default path."""
+        block = self.tree.running_block(call)
+        while isinstance(block, cst.IndentedBlock):
+            statement = self.tree.parents.get(block)
+            if not isinstance(statement, cst.If) or statement.body is not block:
+                break
+            if statement.orelse is None:
+                if not self._true_by_default(statement.test):
+                    break
+            elif not (isinstance(statement.orelse, cst.Else) and _leaves(statement.orelse.body)):
+                break
+            block = self.tree.running_block(statement)
+        return block
+
+    def _true_by_default(self, test: cst.BaseExpression) -> bool:
+        if not isinstance(test, cst.Name):
+            return False
+        bindings = self.bindings.of(test)
+        return (
+            len(bindings) == 1
+            and isinstance(bindings[0], Assignment)
+            and isinstance(bindings[0].node, cst.Param)
+            and isinstance(bindings[0].node.default, cst.Name)
+            and bindings[0].node.default.value == "True"
+        )
 
     def _is_cuda(self, expr: cst.BaseExpression) -> bool:
         """A CUDA device (``"cuda"``, ``torch.device("cuda", rank)``), a name bound only to

@@ -2,7 +2,7 @@
 
 - *The oldest torch the code must run on* (``target-torch``): from the configuration, else
   the lowest version the project's declared torch requirement admits (``pyproject.toml``
-  ``[project]`` dependencies and optional dependencies, ``*requirements*.txt``,
+  ``[project]`` dependencies and optional dependencies, ``*requirement*.txt``,
   ``requirements/*.txt``, ``setup.cfg``, ``setup.py``, a conda environment file: ``environment.yml`` or any YAML with a top-level ``dependencies:``, a Cog ``cog.yaml``'s ``python_packages``;
   where none of a folder's files bounds torch, the versions its README, INSTALL or
   GETTING_STARTED documents state (and their Markdown tables: ``| torch | >=2.0 |``): ``conda install pytorch==1.11.0``, "PyTorch version 1.7.1"),
@@ -43,7 +43,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 TorchVersion = tuple[int, int]
 
-_REQUIREMENT_FILES = ("*requirements*.txt", "requirements/*.txt")
+_REQUIREMENT_FILES = ("*requirement*.txt", "requirements/*.txt")
 # A conda environment may have any name (`se3.yml`); a YAML file is read as one only when
 # it has a top-level `dependencies:` list. Projects also keep them in a folder of their own
 # (equiformer_v2's `env/env_equiformer_v2.yml` pins `pytorch=1.13.1`).
@@ -401,9 +401,11 @@ def project_facts(
         # Current apex needs a torch with native AMP (its own code uses torch.cuda.amp since
         # 2020): a project held to an older torch (`torch==1.4.0`, `pytorch/pytorch:1.1.0`)
         # can only build an apex of that time, which has apex.amp.
+        # A ceiling alone (`torch<=1.13` from layoutlm's `python=3.6`) admits the pin below it
+        # and so does not speak against it; a floor that admits newer torch does.
         bounded = [requirement for requirement in nearest if lowest_admitted(requirement) is not None]
-        held_back = bool(bounded) and all(
-            (newest := newest_admitted(requirement)) is not None and newest < NATIVE_AMP_TORCH for requirement in bounded
+        held_back = any(_held_below(requirement, NATIVE_AMP_TORCH) for requirement in bounded) and all(
+            _held_below(requirement, NATIVE_AMP_TORCH) for requirement in bounded if _has_floor(requirement)
         )
     else:
         container = held_back = False
@@ -411,6 +413,15 @@ def project_facts(
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     apex_amp = container or held_back or any(declared.apex_pinned for declared in declarations)
     return ProjectFacts(target_torch=target, runtime_helpers=helpers, apex_amp_available=apex_amp)
+
+
+def _held_below(requirement: Requirement, version: TorchVersion) -> bool:
+    newest = newest_admitted(requirement)
+    return newest is not None and newest < version
+
+
+def _has_floor(requirement: Requirement) -> bool:
+    return any(specifier.operator not in ("<", "<=") for specifier in requirement.specifier)
 
 
 def _bounds(requirements: Iterable[Requirement]) -> list[TorchVersion]:
@@ -437,8 +448,17 @@ def _agreeing_folders_beyond(root: Path, folders: Sequence[Path], declarations: 
     if any(_bounds(declared.torch) for declared in declarations):
         return []
     top = root.resolve()
-    if _torch_folders_under(top) is None:
+    walked = _project_walk(top)
+    if walked is None:
         return []
+    links = walked[1]
+    for folder in folders:
+        # A package folder that links to the source (fairchem's `packages/fairchem-core/src
+        # -> ../../src`, whose pyproject says torch>=2.2) declares for it.
+        for holder in links.get(folder, ()):
+            linked = [place for place in declaring_folders(top, holder / "_") if place not in folders]
+            if any(_bounds(declared_requirements(place).torch) for place in linked):
+                return linked
     for folder in folders:
         under = _bounding_under(top, folder)
         if len(under) == 1 and folder != folders[-1]:
@@ -463,30 +483,48 @@ _NOT_PROJECT_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "__py
 _PROJECT_FOLDER_LIMIT = 5000
 
 
-@functools.lru_cache(maxsize=64)
 def _torch_folders_under(root: Path) -> tuple[tuple[Path, TorchVersion], ...] | None:
     """The folders under ``root`` (hidden and environment folders aside) whose declarations
     bound torch, with the target each states; None when there are more than
     ``_PROJECT_FOLDER_LIMIT`` folders to search."""
+    walked = _project_walk(root)
+    return None if walked is None else walked[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _project_walk(
+    root: Path,
+) -> tuple[tuple[tuple[Path, TorchVersion], ...], dict[Path, tuple[Path, ...]]] | None:
+    """The folders under ``root`` that bound torch (as ``_torch_folders_under``), and each
+    folder under ``root`` that a symbolic link elsewhere under it points to, with the folders
+    holding such links; None when there are more than ``_PROJECT_FOLDER_LIMIT`` folders."""
     found: list[tuple[Path, TorchVersion]] = []
+    links: dict[Path, list[Path]] = {}
     pending, seen = [root], 0
     while pending and seen < _PROJECT_FOLDER_LIMIT:
         folder = pending.pop()
         seen += 1
+        children: list[str] = []
         try:
             with os.scandir(folder) as entries:
-                children = sorted(
-                    entry.name
-                    for entry in entries
-                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and entry.name not in _NOT_PROJECT_FOLDERS
-                )
+                for entry in entries:
+                    if entry.name.startswith(".") or entry.name in _NOT_PROJECT_FOLDERS:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        children.append(entry.name)
+                    elif entry.is_symlink() and entry.is_dir():
+                        target = Path(os.path.realpath(entry.path))
+                        if root in target.parents:
+                            links.setdefault(target, []).append(folder)
         except OSError:
             continue
-        pending.extend(folder / name for name in reversed(children))
+        pending.extend(folder / name for name in sorted(children, reverse=True))
         bounds = _bounds(declared_requirements(folder).torch) if _declaration_names(folder) else []
         if bounds:
             found.append((folder, min(bounds)))
-    return tuple(found) if not pending else None
+    if pending:
+        return None
+    return tuple(found), {target: tuple(holders) for target, holders in links.items()}
 
 
 def declaring_folders(root: Path, file: Path | None = None) -> list[Path]:

@@ -88,11 +88,18 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
     `torch.cuda.get_device_properties(...)`, `torch.cuda.mem_get_info()`,
-    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin, or
+    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin,
+    or diffusers' `enable_xformers_memory_efficient_attention()`, which raises "only
+    available for GPU"), or
     in a closure whose enclosing function requires CUDA whenever it defines it; RULES.md names CUDA-requiring calls
     only for (d), and not these: both are this page's extensions), in a block that
     holds the autocast or in its own statement, not in another branch (MONAI's float16
-    check runs `net(test_data.cuda())` under it). `self.device` assigned only CUDA
+    check runs `net(test_data.cuda())` under it). A branch the function cannot get past
+    without taking counts as on the path: an `if` whose `else` raises or exits, and an `if`
+    on a parameter that defaults to `True` and is never bound again (Gen-L-Video's
+    `enable_xformers_memory_efficient_attention: bool = True`, its default path);
+    `args.enable_xformers_memory_efficient_attention`, a flag diffusers' scripts leave off,
+    does not. `self.device` assigned only CUDA
     (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
     Also this page's extensions, from evaluation round O: a call that moves a tensor
     to, or makes one on, an instance attribute its class only ever sets to a CUDA
@@ -1095,8 +1102,46 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                     with torch.autocast("cuda"):
                         target = teacher(z, emb)
         """,
+        # Gen-L-Video: diffusers' xformers attention raises without CUDA, and this function
+        # turns it on by default (a parameter that defaults to True) or raises itself.
+        """
+        import torch
+        from accelerate import Accelerator
+        from diffusers.utils.import_utils import is_xformers_available
+
+        def main(unet, batch, enable_xformers_memory_efficient_attention: bool = True):
+            accelerator = Accelerator()
+            if enable_xformers_memory_efficient_attention:
+                if is_xformers_available():
+                    unet.enable_xformers_memory_efficient_attention()
+                else:
+                    raise ValueError("xformers is not available")
+            x = batch.to(accelerator.device)
+            with torch.autocast("cuda"):
+                return unet(x)
+        """,
     )
     INVALID = (
+        # diffusers' training scripts: xformers only when a command-line flag asks for it
+        # (off by default), so the script runs on a Mac without it.
+        Invalid(
+            """
+              import torch
+              from accelerate import Accelerator
+            + import amplint.runtime
+
+              def main(args, unet, batch):
+                  accelerator = Accelerator()
+                  if args.enable_xformers_memory_efficient_attention:
+                      unet.enable_xformers_memory_efficient_attention()
+                  x = batch.to(accelerator.device)
+            -     with torch.autocast("cuda"):
+            +     with torch.autocast(amplint.runtime.device_type(accelerator.device)):
+                      return unet(x)
+            """,
+            unsafe=True,
+            line=9, column=25, message="although this code has a device variable (`accelerator.device`)",
+        ),
         # Reported, but no fix: the only device at hand, `z.device`, is bound on one branch
         # (FastVideo: the rewrite would raise UnboundLocalError on the other).
         Invalid(
