@@ -64,7 +64,11 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     Not flagged: conditions that are not device tests (`nullcontext() if
     is_final_validation else autocast(...)`, `nullcontext() if not use_amp else ...`),
     branches that are not a torch autocast (`accelerator.autocast()` already picks the
-    device), and files that only run inference.
+    device), files that only run inference, evaluation code of a training file (under
+    `torch.no_grad()`/`torch.inference_mode()` or in a function named for evaluation:
+    EfficientAT's `evaluate`), and files that say it out loud by choosing
+    float32 with the same test on the same side (`weight_dtype = torch.bfloat16 if device
+    == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose).
 
     This rule is off by default: training in float32 off CUDA is sometimes deliberate.
     Select it with `--select AMP202` to find the places where it is not said out loud.
@@ -126,6 +130,41 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     default_enabled = False
 
     VALID = (
+        # float32 off CUDA is chosen out loud: the weights' dtype follows the same test
+        # (in the function that hands both on).
+        """
+        import torch
+        from contextlib import nullcontext
+
+        def run(model, loader, optimizer):
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            weight_dtype = torch.bfloat16 if device == "cuda" else torch.float32
+            train(model, loader, optimizer, device, weight_dtype)
+
+        def train(model, loader, optimizer, device, weight_dtype):
+            model.to(device, dtype=weight_dtype)
+            ctx = torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else nullcontext()
+            for x in loader:
+                with ctx:
+                    loss = model(x.to(device))
+                loss.backward()
+                optimizer.step()
+        """,
+        # An evaluation function of a training file: nothing trains in float32 there
+        # (EfficientAT keeps CPU evaluation in float32 on purpose).
+        """
+        import torch
+        from contextlib import nullcontext
+
+        def evaluate(model, loader, device):
+            for x in loader:
+                with torch.autocast(device_type=device.type) if device.type == "cuda" else nullcontext():
+                    y = model(x)
+
+        def train(model, x, optimizer):
+            model(x).sum().backward()
+            optimizer.step()
+        """,
         # Not a device test.
         """
         import torch
@@ -247,7 +286,10 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         if autocast_branch is None:
             return
         devices = self.context.analysis.devices
-        if not devices.is_device_test(node.test) or not self.context.analysis.training.trains:
+        training = self.context.analysis.training
+        if not devices.is_device_test(node.test) or not training.trains or training.in_inference(node):
+            return  # an evaluation in a training file (EfficientAT's `evaluate`) trains nothing
+        if self._float32_chosen_alike(node):
             return
         call, use = autocast_branch
         message = (
@@ -256,6 +298,25 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             "device's own autocast"
         )
         self.report(node, message, fix=self._fix(node, call, use))
+
+    def _float32_chosen_alike(self, node: cst.IfExp) -> bool:
+        """Does the file choose float32 by the same test, on the side that drops autocast
+        (unsloth: `weight_dtype = torch.bfloat16 if device == "cuda" else torch.float32`,
+        then handed with `device` to the function that picks `autocast(...) if device ==
+        "cuda" else nullcontext()`)? Training in float32 there is then said out loud."""
+        tree = self.context.analysis.tree
+        test = source_of(self.context, node.test)
+        dropped_on_false = self._is_nullcontext(node.orelse)
+        for assign in tree.index.assigns:
+            value = assign.value
+            if not isinstance(value, cst.IfExp) or value is node:
+                continue
+            if source_of(self.context, value.test) != test:
+                continue
+            chosen = value.orelse if dropped_on_false else value.body
+            if self.qualified_name(chosen) in ("torch.float32", "torch.float"):
+                return True
+        return False
 
     def _is_nullcontext(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == NULLCONTEXT
