@@ -591,6 +591,13 @@ def test_the_cache_follows_an_install_guide_a_readme_links(tmp_path: Path) -> No
         ({"requirements.txt": "torch\ntorchvision==0.15.2\n"}, (2, 0)),
         ({"requirements.txt": "torchvision\ntorchaudio<2\n"}, None),
         ({"requirements.txt": "torchvision==0.2.2\n"}, None),
+        # OpenMMLab's 1.x stack predates torch 2.4 (BEV-Planner's requirements/mminstall.txt).
+        ({"requirements/mminstall.txt": "mmcv-full>=1.4.8,<=1.6.0\nmmdet>=2.24.0,<=3.0.0\n"}, (2, 3)),
+        ({"requirements.txt": "mmcv<2.0.0\n"}, (2, 3)),
+        ({"requirements.txt": "torch>=2.4\nmmcv-full<=1.7\n"}, (2, 4)),
+        # An mmcv with no ceiling below 2.0 says nothing (mmcv 2 runs on current torch).
+        ({"requirements.txt": "mmcv-full\n"}, None),
+        ({"requirements.txt": "mmcv>=2.0.0\n"}, None),
         # Poetry's tables (UniMERNet declares torch only there).
         ({"pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.10"\ntorch = ">=2.2.2"\n'}, (2, 2)),
         ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = "^1.13"\n'}, (1, 13)),

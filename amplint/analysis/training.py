@@ -41,6 +41,8 @@ from amplint.engine.context import SourceContext
 # (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
 TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
 TEST_DIRECTORIES = frozenset({"tests", "test"})
+BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?_.*|.*_bench(mark)?)\.py$")
+BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench"})
 # What follows `apex/` in a copy of NVIDIA apex: its package again (a repository checkout)
 # or one of its subpackages.
 APEX_PARTS = frozenset({"apex", "amp", "contrib", "fp16_utils", "pyprof", "optimizers", "parallel", "normalization", "mlp", "transformer"})
@@ -117,6 +119,12 @@ class TrainingAnalysis:
         on purpose: they compare numerics, they do not train."""
         path = PurePath(self.source.path.replace("\\", "/"))
         return bool(TEST_FILE.match(path.name)) or bool(TEST_DIRECTORIES & set(path.parts[:-1]))
+
+    @functools.cached_property
+    def in_benchmark_module(self) -> bool:
+        """Is this a benchmark (``benchmark_*.py``, ``*_bench.py``, under ``benchmarks/``)?"""
+        path = PurePath(self.source.path.replace("\\", "/"))
+        return bool(BENCHMARK_FILE.match(path.name)) or bool(BENCHMARK_DIRECTORIES & set(path.parts[:-1]))
 
     # -- what a call or value is -------------------------------------------------------------
 

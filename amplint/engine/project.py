@@ -180,6 +180,11 @@ _NGC_TORCH: tuple[tuple[tuple[int, int], TorchVersion], ...] = (
 # installs torch 2.0.1): torchvision 0.5 ... 0.14 go with torch 1.4 ... 1.13 and 0.15 on with
 # 2.0 on; torchaudio 0.4 ... 0.13 with 1.4 ... 1.13, and from 2.0 its version is torch's.
 _COMPANIONS = ("torchvision", "torchaudio", "torchtext")
+# OpenMMLab's 1.x stack: every mmcv-full release, and every mmcv before 2.0, came out before
+# torch 2.4 (mmcv-full's last, 1.7.2, in December 2023), so a folder held to one (BEV-Planner's
+# `mmcv-full>=1.4.8,<=1.6.0`) runs a torch older than 2.4.
+_MMCV_1 = ("mmcv-full", "mmcv")
+_BEFORE_TORCH_2_4 = "torch<2.4"
 # "PyTorch ... at least 1.7" in one clause (StudioGAN's "install PyTorch meeting your
 # environment (at least 1.7)").
 _AT_LEAST_TORCH = re.compile(
@@ -313,7 +318,7 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
             torch.append(requirement)
         elif name == "amplint":
             amplint = True
-        elif name in _COMPANIONS:
+        elif name in _COMPANIONS or name in _MMCV_1:
             companions.append(requirement)
     if all(lowest_admitted(requirement) is None for requirement in torch):
         torch.extend(_companion_torch(companions))
@@ -328,8 +333,13 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
 
 def _companion_torch(companions: Iterable[Requirement]) -> Iterator[Requirement]:
     """The torch that the lowest release a torchvision or torchaudio requirement admits
-    is built for."""
+    is built for; for an mmcv held below 2.0, a torch older than 2.4."""
     for requirement in companions:
+        if requirement.name.lower().replace("_", "-") in _MMCV_1:
+            newest = newest_admitted(requirement)
+            if newest is not None and newest < (2, 0):
+                yield Requirement(_BEFORE_TORCH_2_4)
+            continue
         lowest = lowest_admitted(requirement)
         torch = None if lowest is None else companion_torch(requirement.name.lower(), lowest)
         if torch is not None:

@@ -115,6 +115,20 @@ class _Bound(ReadOnlyVisitor):
         )
 
 
+def _names_read(statement: cst.BaseStatement) -> set[str]:
+    """The names a statement reads: of an assignment, its value's (ZITS-PlusPlus's
+    `gen_logits, _ = self.D.forward(predicted_img)` after a block that bound `_` does not
+    read `_`)."""
+    read = _Calls()
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+            small.value.visit(read)
+            return read.names
+    statement.visit(read)
+    return read.names
+
+
 class _Calls(ReadOnlyVisitor):
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
@@ -205,6 +219,21 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     requires = (frozenset({".backward"}),)
 
     VALID = (
+        # ZITS-PlusPlus: the discriminator runs after the block on a detached copy kept in
+        # the batch, and its logits are float32; the block's throwaway `_` ties nothing to
+        # the loss.
+        """
+        import torch
+
+        def discriminator_step(G, D, batch, fake_loss, opt):
+            with torch.autocast("cuda"):
+                _, gen_img = G(batch["img"])
+                batch["predicted"] = gen_img
+            gen_logits, _ = D(batch["predicted"].detach())
+            loss = fake_loss(gen_logits)
+            loss.backward()
+            opt.step()
+        """,
         # binary_cross_entropy raises under autocast: computed after the block on purpose.
         """
         import torch
@@ -409,9 +438,7 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             loss = self._loss_call(statement, bound.names)
             if loss is None:
                 # Values derived from the block's outputs carry them on: `logits = out.logits`.
-                read = _Calls()
-                statement.visit(read)
-                if read.names & bound.names and not self._binds_upcast(statement):
+                if _names_read(statement) & bound.names and not self._binds_upcast(statement):
                     statement.visit(bound)
                 continue
             if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):

@@ -24,7 +24,10 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     under autocast; and, a decision of amplint's that RULES.md leaves open, test modules
     (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), where a backward under
     autocast is timed or compared on purpose (torch-ngp's benchmarks, llm-foundry's
-    determinism test), as AMP101 and AMP105 are. Also amplint's decision, from rounds R and
+    determinism test), as AMP101 and AMP105 are; and benchmark modules (`benchmark_*.py`,
+    `*_bench.py`, files under `benchmarks/`) where no optimizer steps: xformers' kernel
+    benchmarks time `torch.norm(y).backward()` under autocast on purpose (a benchmark that
+    trains, with an optimizer step, is still reported). Also amplint's decision, from rounds R and
     S: a backward that runs only while the block's autocast is off — in the `else` of `if
     flag:` (or under `if not flag:`) where `flag` is the block's `enabled=` (STCN), or the
     condition under which alone the `with` item's name is bound to the autocast (DSVT:
@@ -253,8 +256,11 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.analysis.training.in_test_module:
+        training = self.context.analysis.training
+        if training.in_test_module:
             return
+        if training.in_benchmark_module and not training.optimizer_steps:
+            return  # a kernel benchmark times forward and backward together (xformers')
         if not self.context.analysis.training.is_tensor_backward(node):
             self._check_callee(node)
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from amplint.api import check_source
 from amplint.engine.rule import Invalid
 from amplint.rules.amp103_backward_inside_autocast import BackwardInsideAutocast
 from rules.examples import (
@@ -24,3 +25,41 @@ def test_valid_example(source: str) -> None:
 @pytest.mark.parametrize("example", invalid_examples(RULE))
 def test_invalid_example(example: Invalid) -> None:
     assert_invalid_example(RULE, example)
+
+
+KERNEL_BENCHMARK = """\
+import torch
+
+def run(q, k, v, attention, use_amp):
+    with torch.autocast("cuda", enabled=use_amp):
+        y = attention(q, k, v)
+        torch.norm(y).backward()
+    return y
+"""
+
+TRAINING_BENCHMARK = KERNEL_BENCHMARK + """
+def train(model, x, optimizer):
+    with torch.autocast("cuda"):
+        loss = model(x)
+        loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "reported"),
+    [
+        # xformers' kernel benchmarks time forward and backward together; no optimizer steps.
+        ("xformers/benchmarks/benchmark_causal_blocksparse.py", KERNEL_BENCHMARK, 0),
+        ("tools/attention_bench.py", KERNEL_BENCHMARK, 0),
+        ("benchmark_attention.py", KERNEL_BENCHMARK, 0),
+        # A benchmark that trains (an optimizer steps) is reported like any training code.
+        ("xformers/benchmarks/benchmark_pytorch_transformer.py", TRAINING_BENCHMARK, 2),
+        # Not a benchmark by its name.
+        ("models/attention.py", KERNEL_BENCHMARK, 1),
+        ("benchmarking_utils/attention.py", KERNEL_BENCHMARK, 1),
+    ],
+)
+def test_a_kernel_benchmark_times_backward_under_autocast(path: str, source: str, reported: int) -> None:
+    codes = [d.code for d in check_source(source, path, select=["AMP103"])]
+    assert codes == ["AMP103"] * reported
