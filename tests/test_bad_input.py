@@ -142,6 +142,46 @@ def test_valid_python_libcst_cannot_parse_is_a_warning_not_a_finding(
     assert "odd.py: not checked: libcst cannot parse" in result.stderr
 
 
+# MegaPortrait-hack's rome_losses.py: a tab then spaces, then a tab, in one block's
+# indentation; CPython counts a tab to the next multiple of 8, libcst's tokenizer refuses it.
+MIXED_TABS = (
+    "import torch\n"
+    "\n"
+    "class Loss:\n"
+    "    def __init__(self, pool):\n"
+    "        if pool:\n"
+    "\t        for k in range(2):\n"
+    "\t        \tself.k = k\n"
+    "\n"
+    "    @torch.cuda.amp.autocast(True)\n"
+    "    def forward(self, x):\n"
+    "    \twith torch.cuda.amp.autocast(enabled=False):  # noqa: AMP001\n"
+    "    \t    return x\n"
+)
+
+
+def test_mixed_tab_indentation_is_checked_at_its_own_columns_without_fixes(tmp_path: Path) -> None:
+    compile(MIXED_TABS, "mixed.py", "exec")
+    with pytest.raises(cst.ParserSyntaxError):
+        cst.parse_module(MIXED_TABS)
+    mixed, _ = _check_beside(tmp_path, "mixed.py", MIXED_TABS.encode())
+    # The decorator at 9:6 as the file has it; the noqa on a tab-indented line still holds.
+    assert [(d.code, d.location.row, d.location.column) for d in mixed.diagnostics] == [("AMP001", 9, 6)]
+    assert all(d.fix is None for d in mixed.diagnostics)
+    assert mixed.warnings and "tabs expanded; no fixes offered" in mixed.warnings[0]
+    # A fix run leaves the file as it is.
+    path = tmp_path / "mixed.py"
+    _reports(tmp_path, path, mode=Mode.FIX)
+    assert path.read_bytes() == MIXED_TABS.encode()
+
+
+def test_a_finding_on_a_tab_indented_line_keeps_its_column(tmp_path: Path) -> None:
+    source = MIXED_TABS.replace("  # noqa: AMP001", "")
+    mixed, _ = _check_beside(tmp_path, "mixed.py", source.encode())
+    # `torch.cuda.amp.autocast` after four spaces, a tab and `with `: column 11 as written.
+    assert [(d.location.row, d.location.column) for d in mixed.diagnostics] == [(9, 6), (11, 11)]
+
+
 def test_deep_nesting_is_reported_or_analysed_never_a_crash(tmp_path: Path) -> None:
     # Too deep for CPython's parser: AMP900 with CPython's message, no libcst stack overflow.
     deep = "import torch.cuda.amp\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n"

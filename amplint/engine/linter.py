@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import libcst as cst
@@ -211,15 +211,78 @@ def _lint(
     path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None, index: ProjectIndex | None
 ) -> LintResult:
     parsed = parse_source(path, source.text)
+    if parsed.module is None and parsed.skipped is not None:
+        result = _lint_with_tabs_expanded(path, source, rules, project, index)
+        if result is not None:
+            return _after_noqa(result, source.text)
     if parsed.module is None:
         errors = [parsed.error] if parsed.error is not None else []
         return LintResult(diagnostics=errors, parsed=False, compiles=parsed.compiles, skipped=parsed.skipped)
     result = lint_module(path, source, parsed.module, rules, compiles=parsed.compiles, project=project, index=index)
-    kept = apply_noqa(result.diagnostics, source.text, never={INTERNAL_ERROR})
+    return _after_noqa(result, source.text)
+
+
+def _after_noqa(result: LintResult, text: str) -> LintResult:
+    kept = apply_noqa(result.diagnostics, text, never={INTERNAL_ERROR})
     silenced = {id(diagnostic) for diagnostic in result.diagnostics} - {id(diagnostic) for diagnostic in kept}
     result.suppressed = [diagnostic for diagnostic in result.diagnostics if id(diagnostic) in silenced]
     result.diagnostics = sorted(kept, key=lambda d: d.sort_key)
     return result
+
+
+def _lint_with_tabs_expanded(
+    path: str, source: SourceFile, rules: Sequence[RuleType], project: ProjectFacts | None, index: ProjectIndex | None
+) -> LintResult | None:
+    """Valid Python whose indentation mixes tabs and spaces in a way libcst's tokenizer
+    refuses (MegaPortrait-hack's `rome_losses.py`): lint it with the tabs of its indentation
+    expanded as CPython reads them, report at the file's own columns, and offer no fixes
+    (they would be written against text the file does not hold)."""
+    expanded = expand_indentation_tabs(source.text)
+    if expanded == source.text:
+        return None
+    parsed = parse_source(path, expanded)
+    if parsed.module is None:
+        return None
+    result = lint_module(
+        path, replace(source, text=expanded), parsed.module, rules, compiles=parsed.compiles, project=project, index=index
+    )
+    original = source.text.splitlines()
+    result.diagnostics = [
+        replace(
+            diagnostic,
+            location=_unexpanded(diagnostic.location, original),
+            end_location=_unexpanded(diagnostic.end_location, original),
+            fix=None,
+        )
+        for diagnostic in result.diagnostics
+    ]
+    result.skipped = "indentation mixes tabs and spaces, which libcst cannot parse: checked with the tabs expanded; no fixes offered"
+    return result
+
+
+def expand_indentation_tabs(text: str) -> str:
+    """``text`` with each line's leading tabs expanded to the next multiple of 8 columns,
+    as CPython's tokenizer counts them; the rest of every line as it is."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip(" \t"))
+        if "\t" in line[:indent]:
+            lines[number] = line[:indent].expandtabs(8) + line[indent:]
+    return "".join(lines)
+
+
+def _unexpanded(location: Location, original: list[str]) -> Location:
+    """The column in the file as written of a column in its tab-expanded text."""
+    if not 1 <= location.row <= len(original):
+        return location
+    line = original[location.row - 1]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" not in indent:
+        return location
+    width = len(indent.expandtabs(8))
+    if location.column - 1 >= width:
+        return Location(location.row, location.column - width + len(indent))
+    return Location(location.row, min(location.column, len(indent) + 1))
 
 
 def lint_source(
