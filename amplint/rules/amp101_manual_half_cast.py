@@ -22,6 +22,12 @@ INFERENCE_RECEIVER = re.compile(r"pipe", re.IGNORECASE)
 EVALUATION_CALLEE = re.compile(r"(?:^|[._])(eval|valid|val|test|infer|predict)", re.IGNORECASE)
 # Pure-fp16 training with fp32 master weights kept by the optimizer wrapper.
 MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer|master_params)\b")
+# Hand-made mixed precision: the model cast to half, then its normalization layers put back
+# in float32 (cifar10-airbench: `if isinstance(mod, BatchNorm): mod.float()`), as apex's O2
+# and fastai's to_fp16 do; the casts are the design, not a slip.
+FLOAT32_NORMS = re.compile(
+    r"isinstance\(\s*(\w+)\s*,\s*\(?[^()\n]*Norm[^()\n]*\)?\s*\)\s*(?:and[^:\n]*)?:\s*\n?\s*\1\.float\(\)"
+)
 # A quantized base model (bitsandbytes 8-/4-bit, QLoRA) computes in the dtype it was loaded
 # with; its inputs must be cast to that dtype, and only the adapters train.
 QUANTIZED_BASE = re.compile(r"\b(load_in_8bit|load_in_4bit|BitsAndBytesConfig|prepare_model_for_kbit_training)\b")
@@ -76,7 +82,10 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     are files that load a quantized base model (`BitsAndBytesConfig`,
     `load_in_8bit`/`load_in_4bit`, `prepare_model_for_kbit_training`: QLoRA-style
     training, where inputs must be cast to the base model's compute dtype and only
-    adapters train), and functions named for a precision (`convert_module_to_f16`).
+    adapters train), and files that put the normalization layers of a half model back
+    in float32 (`if isinstance(mod, BatchNorm): mod.float()`: cifar10-airbench's
+    speedruns, mixed precision made by hand as apex's O2 did; an amplint decision from
+    round AG), and functions named for a precision (`convert_module_to_f16`).
     Beyond RULES.md, also from real code (evaluation round O): a module only ever run
     under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast,
     put in eval mode or rewired (`m.encoder.layers = m.encoder.layers[:n]`) counts as
@@ -240,6 +249,18 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         import deepspeed
         model = model.half()
         loss.backward()
+        """,
+        # cifar10-airbench: a half model whose BatchNorm layers are put back in float32.
+        """
+        def train(make_net, loader, optimizer):
+            net = make_net().half().cuda()
+            for mod in net.modules():
+                if isinstance(mod, (nn.BatchNorm2d, nn.GroupNorm)):
+                    mod.float()
+            for x, y in loader:
+                loss = net(x.half()).sum()
+                loss.backward()
+                optimizer.step()
         """,
         # guided-diffusion's fp16_util: a conversion helper beside fp32 master params.
         """
@@ -678,7 +699,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     @property
     def _precision_managed_elsewhere(self) -> bool:
         text = self.context.text
-        return MASTER_WEIGHT_SCHEMES.search(text) is not None or QUANTIZED_BASE.search(text) is not None
+        return any(pattern.search(text) is not None for pattern in (MASTER_WEIGHT_SCHEMES, QUANTIZED_BASE, FLOAT32_NORMS))
 
     def _deliberate(self, node: cst.Call) -> bool:
         """A precision mode chosen on purpose, an inference pipeline, an evaluation, a test."""

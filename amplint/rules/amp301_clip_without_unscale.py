@@ -61,7 +61,11 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     holds it), not for a clip shared with a float32 branch where the scaler may be `None`
     (RULES.md gives the fix unconditionally; withholding it there is this page's decision). The clip then
     clips the real gradients, as the code evidently means, and `scaler.step` skips its
-    own unscaling (a test proves the resulting norms with torch).
+    own unscaling (a test proves the resulting norms with torch). Several clips after one
+    scaled backward (waifu-diffusion clips the unet and the text encoder, both in one
+    optimizer) get one `unscale_`, before the first: each is reported, the later ones with
+    no fix of their own, since a second `unscale_` before the step raises
+    "unscale_() has already been called" (a test runs both with torch).
     """
 
     triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
@@ -106,6 +110,23 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         """,
     )
     INVALID = (
+        # waifu-diffusion: two clips before one step of the optimizer holding both models;
+        # one `unscale_` before the first serves both (a second would raise).
+        Invalid(
+            """
+              import torch
+
+              def step(unet, text_encoder, loss, opt, scaler):
+                  scaler.scale(loss).backward()
+            +     scaler.unscale_(opt)
+                  torch.nn.utils.clip_grad_norm_(unet.parameters(), 1.0)
+                  torch.nn.utils.clip_grad_norm_(text_encoder.parameters(), 1.0)
+                  scaler.step(opt)
+                  scaler.update()
+            """,
+            count=2,
+            line=5, column=5, message="clipped while still scaled by `scaler`",
+        ),
         Invalid(
             """
               import torch
@@ -190,6 +211,7 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             step.optimizer is not None
             and isinstance(statement, cst.SimpleStatementLine)
             and self._on_every_path_after(backward, node)
+            and not self._clipped_before(scope, backward_position, position)
         ):
             line_start = self.context.line_start(self.context.span(statement)[0])
             indent = self.context.indentation(statement)
@@ -203,6 +225,18 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             node,
             f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_({stepped})` first",
             fix=fix,
+        )
+
+    def _clipped_before(self, scope: cst.CSTNode, backward_position: int, position: int) -> bool:
+        """Is there an earlier clip after the same backward (waifu-diffusion clips the unet's
+        and the text encoder's gradients, both in one optimizer)? That clip's `unscale_`
+        serves this one too; a second `unscale_` before the step raises."""
+        tree = self.context.analysis.tree
+        return any(
+            self.qualified_name(call.func) in CLIP_FUNCTIONS
+            and tree.scope_of(call) is scope
+            and backward_position < self.context.span(call)[0] < position
+            for call in tree.index.calls
         )
 
     def _on_every_path_after(self, backward: cst.Call, clip: cst.Call) -> bool:

@@ -74,3 +74,38 @@ def test_original_clips_scaled_gradients_and_fixed_clips_the_real_ones(torch: Mo
     fixed_step = 1.0 - fixed_model.weight.detach()[0, 0].item()
     assert fixed_step == pytest.approx(20.0 / true_norm, rel=1e-4)
     assert original_step == pytest.approx(fixed_step / scale, rel=1e-3)
+
+
+TWO_CLIPS = """
+import torch
+
+def step(unet, text_encoder, loss, optimizer, scaler):
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(unet.parameters(), 1.0)
+    torch.nn.utils.clip_grad_norm_(text_encoder.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def test_two_clips_get_one_unscale_which_torch_accepts(torch: ModuleType) -> None:
+    # waifu-diffusion: one optimizer holds both models. An `unscale_` before each clip
+    # raises "unscale_() has already been called on this optimizer since the last update()".
+    fixed = fix_text(TWO_CLIPS, select=["AMP301"])
+    assert fixed.count("scaler.unscale_(optimizer)") == 1
+    twice = TWO_CLIPS.replace(
+        "    torch.nn.utils.clip_grad_norm_(text_encoder",
+        "    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_(text_encoder",
+    ).replace("    torch.nn.utils.clip_grad_norm_(unet", "    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_(unet")
+
+    def run(source: str) -> None:
+        unet, text_encoder = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD([*unet.parameters(), *text_encoder.parameters()], lr=0.1)
+        scaler = torch.amp.GradScaler("cpu")
+        x = torch.ones(2, 4)
+        loss = (unet(x) + text_encoder(x)).sum()
+        run_snippet(source, torch=torch)[0]["step"](unet, text_encoder, loss, optimizer, scaler)
+
+    run(fixed)
+    with pytest.raises(RuntimeError, match="unscale_\\(\\) has already been called"):
+        run(twice)
