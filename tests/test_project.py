@@ -796,6 +796,9 @@ def train(model, optimizer, loader):
         # apex pinned to a commit: an apex of its day (unilm-v1, s2s-ft).
         ({"README.md": "git clone https://github.com/NVIDIA/apex.git\ncd apex\ngit reset --hard 1603407bf49c7fc3da74fceb6a6c7b47fece2ef8\npip install -v .\n"}, True),
         ({"README.md": "pip install git+https://github.com/NVIDIA/apex.git@de6378f5dae8fcf\n"}, True),
+        # In a requirements file (hysts/pytorch_image_classification).
+        ({"requirements.txt": "torch>=1.4.0\ngit+https://github.com/NVIDIA/apex.git@02a33875970e1b555754dfc4ab85d05595d23764#egg=apex\n"}, True),
+        ({"requirements.txt": "torch>=1.4.0\ngit+https://github.com/NVIDIA/apex.git#egg=apex\n"}, False),
         # ColossalAI's docker/Dockerfile: a six-digit abbreviation.
         ({"docker/Dockerfile": "RUN git clone https://github.com/NVIDIA/apex && \\\n    cd apex && \\\n    git checkout a7de60 && \\\n    pip install ./\n"}, True),
         ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\npip install -v .\n"}, False),

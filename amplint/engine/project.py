@@ -747,10 +747,11 @@ def _requirement_strings(root: Path) -> Iterator[str]:
 
 
 def _pins_apex(root: Path) -> bool:
-    """Does one of the folder's install documents install NVIDIA apex at a fixed commit
-    (``apex/tree/<sha>``, ``apex.git@<sha>``, or ``git checkout``/``git reset --hard <sha>``
-    just after apex is cloned)?"""
-    for path in _install_documents(root):
+    """Does one of the folder's install documents or declaration files install NVIDIA apex
+    at a fixed commit (``apex/tree/<sha>``, ``apex.git@<sha>``: hysts' requirements.txt has
+    ``git+https://github.com/NVIDIA/apex.git@02a3387...``; or ``git checkout``/``git reset
+    --hard <sha>`` just after apex is cloned)?"""
+    for path in [*_install_documents(root), *_declaration_files(root)]:
         text = _read(path)
         if text is None or "apex" not in text.lower():
             continue

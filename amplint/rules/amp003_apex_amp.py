@@ -104,9 +104,10 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     `Dockerfile`, read as for the target torch) starts from an NVIDIA PyTorch container
     older than native AMP (before 20.06: UNITER's `FROM nvcr.io/nvidia/pytorch:19.05-py3`):
     that container's apex has `apex.amp`, and its torch has no native AMP to move to.
-    Nor where an install document of the file's folders pins apex to a commit
-    (`git reset --hard <sha>` after cloning apex, `apex/tree/<sha>`, `apex.git@<sha>`:
-    unilm's subprojects) or installs a fork of it (`github.com/ptrblck/apex`: SimXNS),
+    Nor where an install document or requirements file of the file's folders pins apex
+    to a commit (`git reset --hard <sha>` after cloning apex, `apex/tree/<sha>`,
+    `apex.git@<sha>`: unilm's subprojects; hysts' `git+https://github.com/NVIDIA/apex.git@<sha>`
+    in requirements.txt) or installs a fork of it (`github.com/ptrblck/apex`: SimXNS),
     an apex of its day, which has `apex.amp`; nor where the
     project's torch is held below native AMP (some torch bound of its nearest
     declaration caps it below 1.6, `torch==1.4.0`, `conda install pytorch==1.4.0`,
