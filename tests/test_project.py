@@ -416,6 +416,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "Install Python 3.8\n"}, None),
         # suncet's requirements list.
         ({"README.md": "## Requirements\n* Python 3.8\n* PyTorch install 1.7.1\n"}, (1, 7)),
+        # facechain's verified environments write the release glued to the name.
+        ({"README.md": "- python: py3.8, py3.10\n- pytorch: torch2.0.0, torch2.0.1\n"}, (2, 0)),
+        ({"README.md": "Convert it with torch2trt or pytorch3d.\n"}, None),
         # unidiffuser's README names the release as pip's file names do.
         ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
         ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),
