@@ -419,6 +419,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # facechain's verified environments write the release glued to the name.
         ({"README.md": "- python: py3.8, py3.10\n- pytorch: torch2.0.0, torch2.0.1\n"}, (2, 0)),
         ({"README.md": "Convert it with torch2trt or pytorch3d.\n"}, None),
+        # knn-vc: "X or greater" after the name, in the same clause.
+        ({"README.md": "Python must be at version 3.10 or greater, and torch must be v2.0 or greater.\n"}, (2, 0)),
+        ({"README.md": "Needs PyTorch Lightning 2.0 or higher.\n"}, None),
         # unidiffuser's README names the release as pip's file names do.
         ({"README.md": "pip install torch torchvision --extra-index-url https://x/cu116  # install torch-1.13.1\n"}, (1, 13)),
         ({"README.md": "pip install pytorch-lightning torch-scatter\n"}, None),

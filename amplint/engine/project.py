@@ -190,7 +190,10 @@ _BEFORE_TORCH_2_4 = "torch<2.4"
 # "PyTorch ... at least 1.7" in one clause (StudioGAN's "install PyTorch meeting your
 # environment (at least 1.7)").
 _AT_LEAST_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch\b[^.\n]{0,60}?\bat\s+least\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE
+    r"(?<![\w.-])(?:py)?torch\b[^.\n]{0,60}?\bat\s+least\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)"
+    # ... or "X or greater" (knn-vc: "torch must be v2.0 or greater"), not PyTorch Lightning's.
+    r"|(?<![\w.-])(?:py)?torch\b(?!\s*[-_]?lightning)[^.\n]{0,40}?\bv?([0-9]+\.[0-9]+(?:\.[0-9]+)?)\s+or\s+(?:greater|higher|later|newer|above)\b",
+    re.IGNORECASE,
 )
 # A Markdown table row naming torch's version in its next cell: `| torch | >=2.0 | 2.8.0 |`
 # (ms-swift's environment table); a bare version there reads as "at least".
@@ -806,7 +809,7 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
             continue  # a script's prose is its comments
-        for version in _AT_LEAST_TORCH.findall(text):
+        for version in (found.group(1) or found.group(2) for found in _AT_LEAST_TORCH.finditer(text)):
             yield Requirement(f"torch>={version}")
         for version in [*_STATED_TORCH.findall(text), *_TORCH_AFTER_VERSION.findall(text)]:
             # "PyTorch 22.11" is an NGC container release (YY.MM), not torch's version.
