@@ -180,10 +180,31 @@ class ScalerAnalysis:
             return None
         target = call.func.value
         if isinstance(target, cst.Name):
-            bound = self.bindings.single_value(target)
+            bound = self.bindings.single_value(target) or self._assigned_just_before(target.value, call)
             target = bound if bound is not None else target
         if isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value == "scale":
             return target.func.value
+        return None
+
+    def _assigned_just_before(self, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
+        """The value of ``name = value``, the statement right before ``at``'s in its block
+        (JOTR rebinds the loss's own name: ``_loss = scaler.scale(_loss)``, then
+        ``_loss.backward()``)."""
+        statement = self.tree.statement_of(at)
+        located = self.tree.statement_list(statement) if statement is not None else None
+        if located is None or located[1] == 0:
+            return None
+        previous = located[0][located[1] - 1]
+        if not isinstance(previous, cst.SimpleStatementLine) or len(previous.body) != 1:
+            return None
+        assign = previous.body[0]
+        if (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value == name
+        ):
+            return assign.value
         return None
 
     @functools.cached_property

@@ -110,6 +110,21 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         """,
     )
     INVALID = (
+        # JOTR: the scaled loss rebinds the loss's own name just before its backward.
+        Invalid(
+            """
+              import torch
+
+              def step(model, loss, opt, scaler, max_norm):
+                  loss = scaler.scale(loss)
+                  loss.backward()
+            +     scaler.unscale_(opt)
+                  torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                  scaler.step(opt)
+                  scaler.update()
+            """,
+            line=6, column=5, message="clipped while still scaled by `scaler`",
+        ),
         # waifu-diffusion: two clips before one step of the optimizer holding both models;
         # one `unscale_` before the first serves both (a second would raise).
         Invalid(
