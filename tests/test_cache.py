@@ -40,8 +40,10 @@ def _check(paths: list[Path], settings: Settings, cache_dir: Path | None) -> lis
 
 
 def _summary(reports: list[FileReport]) -> list[tuple[str, list[Diagnostic], list[str | None], str]]:
-    # Diagnostic equality ignores ``detail``, so it is compared on its own.
-    return [(r.path, r.diagnostics, [d.detail for d in r.diagnostics], r.old_text) for r in reports]
+    # Diagnostic equality ignores ``detail``, so it is compared on its own. The text is what
+    # outputs quote findings from: a clean file served from the cache carries none (a warm
+    # run does not decode the tree), and nothing quotes it.
+    return [(r.path, r.diagnostics, [d.detail for d in r.diagnostics], r.old_text if r.diagnostics else "") for r in reports]
 
 
 @pytest.fixture

@@ -553,11 +553,11 @@ def _cached(path: str, job: Job, results: ResultsCache | None) -> FileReport | N
     if job.mode.fixes and any(allow(d) for d in diagnostics):
         return None  # fixing needs the analysis
     report = FileReport(path=path, diagnostics=diagnostics, original=data)
-    container = job.decoder_for(path) is not None
-    if container and not diagnostics:
-        # Decoding a notebook is parsing all of it, and a clean file has nothing to quote:
-        # its report carries no text (run_paths drops a clean file's text anyway).
+    if not diagnostics:
+        # A clean file has nothing to quote: its report carries no text (run_paths drops a
+        # clean file's text anyway), and a warm run skips decoding every file of the tree.
         return report
+    container = job.decoder_for(path) is not None
     if container or len(data) <= job.settings.max_file_size:
         # The text is what outputs quote the diagnostics from, exactly as without a cache.
         with contextlib.suppress(SourceError):
