@@ -419,6 +419,8 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # facechain's verified environments write the release glued to the name.
         ({"README.md": "- python: py3.8, py3.10\n- pytorch: torch2.0.0, torch2.0.1\n"}, (2, 0)),
         ({"README.md": "Convert it with torch2trt or pytorch3d.\n"}, None),
+        # PytorchOCR's environment list: the name, a colon, the release.
+        ({"readme.md": "## 环境\n- paddlepaddle: 2.5.1\n- torch: 2.0.1\n"}, (2, 0)),
         # knn-vc: "X or greater" after the name, in the same clause.
         ({"README.md": "Python must be at version 3.10 or greater, and torch must be v2.0 or greater.\n"}, (2, 0)),
         ({"README.md": "Needs PyTorch Lightning 2.0 or higher.\n"}, None),
