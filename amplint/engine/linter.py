@@ -237,7 +237,7 @@ def _lint_with_tabs_expanded(
     refuses (MegaPortrait-hack's `rome_losses.py`): lint it with the tabs of its indentation
     expanded as CPython reads them, report at the file's own columns, and offer no fixes
     (they would be written against text the file does not hold)."""
-    expanded = expand_indentation_tabs(source.text)
+    expanded = _expand_indentation_tabs(source.text)
     if expanded == source.text:
         return None
     parsed = parse_source(path, expanded)
@@ -260,23 +260,26 @@ def _lint_with_tabs_expanded(
     return result
 
 
-def expand_indentation_tabs(text: str) -> str:
+def _expand_indentation_tabs(text: str) -> str:
     """``text`` with each line's leading tabs expanded to the next multiple of 8 columns,
     as CPython's tokenizer counts them; the rest of every line as it is."""
     lines = text.splitlines(keepends=True)
     for number, line in enumerate(lines):
-        indent = len(line) - len(line.lstrip(" \t"))
-        if "\t" in line[:indent]:
-            lines[number] = line[:indent].expandtabs(8) + line[indent:]
+        indent = _indentation(line)
+        if "\t" in indent:
+            lines[number] = indent.expandtabs(8) + line[len(indent) :]
     return "".join(lines)
+
+
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _unexpanded(location: Location, original: list[str]) -> Location:
     """The column in the file as written of a column in its tab-expanded text."""
     if not 1 <= location.row <= len(original):
         return location
-    line = original[location.row - 1]
-    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    indent = _indentation(original[location.row - 1])
     if "\t" not in indent:
         return location
     width = len(indent.expandtabs(8))

@@ -491,7 +491,8 @@ def _bounding_under(root: Path, folder: Path) -> tuple[tuple[Path, TorchVersion]
     """The folders below ``folder`` that bound torch (of those under ``root``), with their
     targets: asked for every folder from each file up, so kept, and compared as strings."""
     prefix = os.path.join(str(folder), "")
-    return tuple((found, target) for found, target in _torch_folders_under(root) or () if str(found).startswith(prefix))
+    walked = _project_walk(root)
+    return tuple((found, target) for found, target in (walked[0] if walked else ()) if str(found).startswith(prefix))
 
 
 # Folders never searched for the project's torch: tools' and environments' own.
@@ -499,21 +500,14 @@ _NOT_PROJECT_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "__py
 _PROJECT_FOLDER_LIMIT = 5000
 
 
-def _torch_folders_under(root: Path) -> tuple[tuple[Path, TorchVersion], ...] | None:
-    """The folders under ``root`` (hidden and environment folders aside) whose declarations
-    bound torch, with the target each states; None when there are more than
-    ``_PROJECT_FOLDER_LIMIT`` folders to search."""
-    walked = _project_walk(root)
-    return None if walked is None else walked[0]
-
-
 @functools.lru_cache(maxsize=64)
 def _project_walk(
     root: Path,
 ) -> tuple[tuple[tuple[Path, TorchVersion], ...], dict[Path, tuple[Path, ...]]] | None:
-    """The folders under ``root`` that bound torch (as ``_torch_folders_under``), and each
-    folder under ``root`` that a symbolic link elsewhere under it points to, with the folders
-    holding such links; None when there are more than ``_PROJECT_FOLDER_LIMIT`` folders."""
+    """The folders under ``root`` (hidden and environment folders aside) whose declarations
+    bound torch, with the target each states; and each folder under ``root`` that a symbolic
+    link elsewhere under it points to, with the folders holding such links. None when there
+    are more than ``_PROJECT_FOLDER_LIMIT`` folders to search."""
     found: list[tuple[Path, TorchVersion]] = []
     links: dict[Path, list[Path]] = {}
     pending, seen = [root], 0

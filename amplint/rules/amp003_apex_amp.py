@@ -112,8 +112,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     project's torch is held below native AMP (some torch bound of its nearest
     declaration caps it below 1.6, `torch==1.4.0`, `conda install pytorch==1.4.0`,
     `pytorch/pytorch:1.1.0`, and none of its bounds with a floor admits newer; a ceiling
-    alone, such as the `torch<=1.13` a `python=3.6` implies in layoutlm's README, admits the pin): current apex uses `torch.cuda.amp` itself and does not
-    build there, so the project's apex is one of its time, with `apex.amp` (and no native
+    alone, such as the `torch<=1.13` a `python=3.6` implies in layoutlm's README, admits
+    the pin): current apex uses `torch.cuda.amp` itself and does not build there, so the project's apex is one of its time, with `apex.amp` (and no native
     AMP exists to move to). A lower bound (`torch>=1.4`) does count: such a project may
     meet current torch and apex. An NGC image a README only suggests does not silence it. RULES.md lists no silences beyond `import apex as amp`;
     these (the old-torch branches, the unused optional import, the vendored package, the

@@ -248,9 +248,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         serves this one too; a second `unscale_` before the step raises."""
         tree = self.context.analysis.tree
         return any(
-            self.qualified_name(call.func) in CLIP_FUNCTIONS
+            backward_position < self.context.span(call)[0] < position
             and tree.scope_of(call) is scope
-            and backward_position < self.context.span(call)[0] < position
+            and self.qualified_name(call.func) in CLIP_FUNCTIONS
             for call in tree.index.calls
         )
 
