@@ -147,8 +147,10 @@ class _Calls(ReadOnlyVisitor):
 class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autocast", summary="Loss computed outside the autocast block", fix=Applicability.SAFE):
     """## What it does
     Flags a loss computation that takes a value computed inside an autocast block (or a
-    value derived from one after the block, `logits = out.logits`) but runs after the
-    block, in a function that then calls a tensor `.backward()`. A loss
+    value derived from one after the block, `logits = out.logits`: amplint's reading, where
+    RULES.md says a value bound in the block; a name is derived when the value assigned to
+    it reads one, so a throwaway `_` the block bound ties nothing, ZITS-PlusPlus) but runs
+    after the block, in a function that then calls a tensor `.backward()`. A loss
     computation is a call of a `torch.nn.functional` loss (`cross_entropy`, `mse_loss`,
     `binary_cross_entropy_with_logits`, ...), of an `nn.*Loss` instance (or a name
     bound to one), or of a function or attribute whose own name is `criterion` or

@@ -99,7 +99,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     on a parameter that defaults to `True` and is never bound again (Gen-L-Video's
     `enable_xformers_memory_efficient_attention: bool = True`, its default path);
     `args.enable_xformers_memory_efficient_attention`, a flag diffusers' scripts leave off,
-    does not. `self.device` assigned only CUDA
+    does not (this page's decision, from round AE, like the calls above). `self.device` assigned only CUDA
     (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
     Also this page's extensions, from evaluation round O: a call that moves a tensor
     to, or makes one on, an instance attribute its class only ever sets to a CUDA

@@ -69,6 +69,8 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     EfficientAT's `evaluate`), and files that say it out loud by choosing
     float32 with the same test on the same side (`weight_dtype = torch.bfloat16 if device
     == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose).
+    RULES.md names only the not-a-device-test silence; the evaluation and said-out-loud
+    silences are amplint's decisions, from rounds AE and AF.
 
     This rule is off by default: training in float32 off CUDA is sometimes deliberate.
     Select it with `--select AMP202` to find the places where it is not said out loud.

@@ -65,7 +65,8 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     scaled backward (waifu-diffusion clips the unet and the text encoder, both in one
     optimizer) get one `unscale_`, before the first: each is reported, the later ones with
     no fix of their own, since a second `unscale_` before the step raises
-    "unscale_() has already been called" (a test runs both with torch).
+    "unscale_() has already been called" (a test runs both with torch); RULES.md does not
+    cover several clips, so this is this page's decision, from round AG.
     """
 
     triggers = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
