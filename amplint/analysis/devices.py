@@ -262,7 +262,11 @@ class DeviceAnalysis:
         if variable.kind == "self":
             # `self.device = torch.device("cuda")` in every assignment, here or in the base
             # class that gives it (neosr's models: the base in another file): CUDA-only code.
-            return cls is None or not (self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr))
+            # Nor a placeholder never set to a device (micro_diffusion's text encoder wrapper:
+            # `self.device = None`, and nothing in the file sets another).
+            return cls is None or not (
+                self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_device_is_none(cls)
+            )
         if variable.kind == "attribute" and self._of_cuda_bound_instance(variable.expr):
             return False
         if variable.kind == "parameter":
@@ -331,6 +335,18 @@ class DeviceAnalysis:
     def _self_device_is_cuda(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
         return bool(values) and all(self._holds_cuda(value) for value in values or ())
+
+    def _self_device_is_none(self, cls: cst.ClassDef) -> bool:
+        values = self.classes.attribute_values(cls, "device")
+        if not values or not all(isinstance(value, cst.Name) and value.value == "None" for value in values):
+            return False
+        return not any(
+            isinstance(target.target, cst.Attribute)
+            and target.target.attr.value == "device"
+            and not (isinstance(target.target.value, cst.Name) and target.target.value.value == "self")
+            for assign in self.tree.index.assigns
+            for target in assign.targets
+        )
 
     def _of_cuda_bound_instance(self, expr: cst.BaseExpression) -> bool:
         """``ctx.device`` where ``ctx`` is a parameter annotated with a class of this file

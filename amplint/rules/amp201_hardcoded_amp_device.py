@@ -100,7 +100,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `enable_xformers_memory_efficient_attention: bool = True`, its default path);
     `args.enable_xformers_memory_efficient_attention`, a flag diffusers' scripts leave off,
     does not (this page's decision, from round AE, like the calls above). `self.device` assigned only CUDA
-    (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name.
+    (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name; one
+    assigned only `None`, where nothing in the file sets another object's `.device`, is a
+    placeholder, not a device variable (micro_diffusion's text encoder wrapper; this
+    page's decision).
     Also this page's extensions, from evaluation round O: a call that moves a tensor
     to, or makes one on, an instance attribute its class only ever sets to a CUDA
     device (`x.to(self.feature_device)`, also through `fd = self.feature_device`) requires
@@ -1102,6 +1105,21 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                     with torch.autocast("cuda"):
                         target = teacher(z, emb)
         """,
+        # micro_diffusion: `self.device` is a placeholder the file never sets to a device.
+        """
+        import torch
+
+        class TextEncoder(torch.nn.Module):
+            def __init__(self, model, dtype=torch.float16):
+                super().__init__()
+                self.model = model
+                self.device = None
+                self.dtype = dtype
+
+            def forward(self, text):
+                with torch.autocast(device_type="cuda", dtype=self.dtype):
+                    return self.model(text)
+        """,
         # Gen-L-Video: diffusers' xformers attention raises without CUDA, and this function
         # turns it on by default (a parameter that defaults to True) or raises itself.
         """
@@ -1122,6 +1140,31 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """,
     )
     INVALID = (
+        # The placeholder is set to a device by the file that builds the wrapper.
+        Invalid(
+            """
+              import torch
+            + import amplint.runtime
+
+              class TextEncoder(torch.nn.Module):
+                  def __init__(self, model):
+                      super().__init__()
+                      self.model = model
+                      self.device = None
+
+                  def forward(self, text):
+            -         with torch.autocast(device_type="cuda", dtype=torch.float16):
+            +         with torch.autocast(device_type=amplint.runtime.device_type(self.device), dtype=torch.float16):
+                          return self.model(text)
+
+              def build(model, device):
+                  encoder = TextEncoder(model)
+                  encoder.device = device
+                  return encoder
+            """,
+            unsafe=True,
+            line=10, column=41, message="although this code has a device variable (`self.device`)",
+        ),
         # diffusers' training scripts: xformers only when a command-line flag asks for it
         # (off by default), so the script runs on a Mac without it.
         Invalid(
