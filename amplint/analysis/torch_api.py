@@ -186,6 +186,10 @@ INTRODUCED: dict[str, tuple[int, int]] = {
 DEPRECATED_SINCE = (2, 4)
 # amplint.runtime's helpers need torch 2.4 (the `runtime` extra's lower bound).
 RUNTIME_TORCH = (2, 4)
+# From 2.4 on, autocast reads its device type through `torch.device` parsing
+# (`is_autocast_available`), so an indexed `"cuda:0"` works; before, anything but a bare
+# device type raised "unsupported autocast device_type".
+AUTOCAST_TAKES_INDEXED_DEVICE = (2, 4)
 
 # -- dtypes and devices ----------------------------------------------------------------------------
 

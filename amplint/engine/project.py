@@ -221,6 +221,11 @@ class ProjectFacts:
         """Does every torch the code must run on have an API introduced in ``introduced``?"""
         return self.target_torch is None or self.target_torch >= introduced
 
+    def declares_torch_from(self, release: TorchVersion) -> bool:
+        """Does the project say its code runs only on ``release`` or newer? Unlike
+        :meth:`torch_has`, an undeclared target does not count."""
+        return self.target_torch is not None and self.target_torch >= release
+
 
 def parse_torch_version(text: str) -> TorchVersion | None:
     """``"2.4"``, ``"2.4.1"``, ``"2.4.0+cpu"`` → (2, 4); None when not a version."""

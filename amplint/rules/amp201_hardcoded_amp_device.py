@@ -5,6 +5,7 @@ import libcst as cst
 from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, string_literal
 from amplint.analysis.torch_api import (
     AUTOCAST_ORDER,
+    AUTOCAST_TAKES_INDEXED_DEVICE,
     GRAD_SCALER_ORDER,
     INIT_PROCESS_GROUP,
     MODERN_AUTOCASTS,
@@ -140,6 +141,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     class sets `self.device` only to CUDA (mochi). Entering `torch.cuda.device(i)` (for an
     index other than a literal -1 or None) requires CUDA: it raises without it
     (modulus-makani).
+
+    (c) is silent where the project declares a torch of 2.4 or newer (`torch>=2.5` in
+    earth2studio's `pyproject.toml`): from 2.4 on, autocast parses the device type as a
+    `torch.device`, so `"cuda:0"` turns CUDA autocast on, and the CUDA checks it skips can
+    only matter on a machine without CUDA, where no `cuda:N` device exists to be
+    stringified. Where the project declares no torch, (c) still fires, as RULES.md says:
+    nothing there rules out the older releases that reject `"cuda:0"` (this page's
+    decision, from round AI).
 
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
@@ -1430,7 +1439,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         device = arguments[device_key]
         if qualified in MODERN_AUTOCASTS and self._is_str_of_device(device):
-            self._report_str_device(device)
+            if not self.context.project.declares_torch_from(AUTOCAST_TAKES_INDEXED_DEVICE):
+                self._report_str_device(device)
             return
         if string_literal(device) != "cuda":
             return

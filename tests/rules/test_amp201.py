@@ -385,3 +385,43 @@ def test_a_device_read_from_a_tensor_in_a_tuple_assignment_is_no_device_variable
     source = TENSOR_DEVICE.replace("    device = {value}\n", "    size, device = wavs.shape[0], {value}\n")
     assert _rows(source.format(value="wavs.device")) == []
     assert _rows(source.format(value="model.device")) == [("AMP201", 7)]
+
+
+STR_OF_TENSOR_DEVICE = """\
+import torch
+
+def forward(model, x):
+    with torch.autocast(device_type=str(x.device), dtype=torch.float16):
+        return model(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("declared", "reported"),
+    [
+        # earth2studio declares torch>=2.5, whose autocast takes "cuda:0": no problem left.
+        ((2, 5), False),
+        ((2, 4), False),
+        # torch 2.3 and older reject "cuda:0", and an undeclared torch may be one of them.
+        ((2, 3), True),
+        ((1, 13), True),
+        (None, True),
+    ],
+)
+def test_str_of_a_device_is_reported_only_where_an_older_torch_may_run_it(
+    declared: tuple[int, int] | None, reported: bool
+) -> None:
+    from amplint.engine.project import ProjectFacts
+
+    found = check_source(STR_OF_TENSOR_DEVICE, "model.py", select=["AMP201"], project=ProjectFacts(target_torch=declared))
+    assert [(d.code, d.location.row) for d in found] == ([("AMP201", 4)] if reported else [])
+
+
+def test_torch_autocast_takes_an_indexed_device_type(torch) -> None:  # type: ignore[no-untyped-def]
+    # What makes (c) silent on a declared torch>=2.4: "cpu:0" (the CPU analogue of
+    # str(torch.device("cuda:0"))) turns the device's autocast on, with the dtype asked for.
+    x = torch.randn(4, 4)
+    with torch.autocast(device_type=str(x.device) + ":0", dtype=torch.bfloat16):
+        assert torch.is_autocast_enabled("cpu")
+        assert (x @ x).dtype == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")
