@@ -731,13 +731,43 @@ def test_the_only_folder_that_bounds_torch_speaks_for_a_project_that_states_it_o
     assert project_facts(hidden, file=hidden / "train.py").target_torch is None
 
 
+def test_a_folder_inside_another_that_bounds_torch_is_a_part_of_that_project(tmp_path: Path) -> None:
+    # LUPerson: fast-reid's install page pins pytorch 1.6, a project under fast-reid says
+    # >=1.1, and lup_moco/ beside them states nothing: fast-reid's own statement speaks.
+    files = {
+        "fast-reid/docs/INSTALL.md": "conda install pytorch==1.6.0 torchvision -c pytorch\n",
+        "fast-reid/projects/p1/README.md": "Requirements: PyTorch >=1.1\n",
+        "lup_moco/lup_moco.py": OLD_AUTOCAST,
+    }
+    nested = _project(tmp_path / "nested", files)
+    assert project_facts(nested, file=nested / "lup_moco/lup_moco.py").target_torch == (1, 6)
+    assert _codes(nested, nested / "lup_moco/lup_moco.py") == []
+    # Two projects side by side that differ still speak for neither's neighbours.
+    siblings = _project(tmp_path / "siblings", {**files, "other/requirements.txt": "torch>=2.4\n"})
+    assert project_facts(siblings, file=siblings / "lup_moco/lup_moco.py").target_torch is None
+    assert _codes(siblings, siblings / "lup_moco/lup_moco.py") == ["AMP001"]
+
+
+def test_an_old_python_stated_in_one_folder_bounds_torch_for_that_folder_alone(tmp_path: Path) -> None:
+    # SparseTrack vendors TrackEval, whose Readme says "Code tested on Python 3.7"; it never
+    # names torch, and SparseTrack's own code (yolox/, models/) states no torch at all.
+    files = {"TrackEval/Readme.md": "Code tested on Python 3.7.\n", "models/yolo_head.py": OLD_AUTOCAST, "TrackEval/run.py": ""}
+    root = _project(tmp_path / "python", files)
+    assert project_facts(root, file=root / "models/yolo_head.py").target_torch is None
+    assert _codes(root, root / "models/yolo_head.py") == ["AMP001"]
+    assert project_facts(root, file=root / "TrackEval/run.py").target_torch == (1, 13)
+    # A torch stated beside the old Python still speaks for the rest.
+    both = _project(tmp_path / "both", {**files, "TrackEval/Readme.md": "Code tested on Python 3.7 and pytorch==1.8.\n"})
+    assert project_facts(both, file=both / "models/yolo_head.py").target_torch == (1, 8)
+
+
 def test_a_package_folder_that_links_to_the_source_declares_for_it(tmp_path: Path) -> None:
     # fairchem: packages/fairchem-core/src is a link to ../../src, and that package's
-    # pyproject (torch>=2.2) is what installs the code under src/; packages/ beside it pins
-    # torch==2.2.0, and a second package states another torch.
+    # pyproject (torch>=2.2) is what installs the code under src/; a tools folder beside it pins
+    # torch==2.0, and a second package states another torch.
     files = {
         "packages/fairchem-core/pyproject.toml": '[project]\nname = "core"\ndependencies = ["torch>=2.2"]\n',
-        "packages/requirements.txt": "torch==2.0\n",
+        "tools/requirements.txt": "torch==2.0\n",
         "packages/fairchem-data/pyproject.toml": '[project]\nname = "data"\ndependencies = ["torch>=2.5"]\n',
         "src/fairchem/core/trainer.py": OLD_AUTOCAST,
         "other/run.py": OLD_AUTOCAST,

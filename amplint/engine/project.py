@@ -380,6 +380,12 @@ class ApexContainerTorch(Requirement):
     from, when that container predates native AMP and ships an apex with apex.amp."""
 
 
+class PythonImpliedTorch(Requirement):
+    """The newest torch an old Python a document names can run (`python=3.7`: torch 1.13):
+    it bounds torch for that folder's code, but says nothing about code elsewhere in the
+    repository (SparseTrack's vendored TrackEval was "tested on Python 3.7")."""
+
+
 # The first NGC PyTorch container with native AMP (torch.cuda.amp, in its 1.6 prerelease).
 _NGC_NATIVE_AMP = (20, 6)
 
@@ -457,7 +463,9 @@ def torch_folders(root: Path, file: Path | None = None) -> list[Path]:
     "pytorch==1.7.1" only in `LRA/README.md`, UniAudio only in `UniAudio/requirement.sh`;
     TFace's four recognition tasks each say torch>=1.7.1 beside their shared `torchkit`).
     Where they differ, as in a monorepo of independent projects (MONAI's
-    research-contributions, Microsoft's Cream), none speaks for the others."""
+    research-contributions, Microsoft's Cream), none speaks for the others; a folder inside
+    another of them is a part of that project, not one more (LUPerson's fast-reid). A folder bounded only by an old Python its documents name (`python=3.7`) speaks for
+    itself alone (SparseTrack's vendored TrackEval)."""
     folders = declaring_folders(root, file)
     return [*folders, *_agreeing_folders_beyond(root, folders, [declared_requirements(folder) for folder in folders])]
 
@@ -481,7 +489,10 @@ def _agreeing_folders_beyond(root: Path, folders: Sequence[Path], declarations: 
             if any(_bounds(declared_requirements(place).torch) for place in linked):
                 return linked
     for folder in folders:
-        under = _bounding_under(top, folder)
+        # A folder inside another that bounds torch is a part of that project (LUPerson's
+        # fast-reid pins 1.6; a project under it says >=1.1): the outer one speaks for both.
+        found_under = _bounding_under(top, folder)
+        under = [(found, target) for found, target in found_under if not any(other in found.parents for other, _ in found_under)]
         if len(under) == 1 and folder != folders[-1]:
             # One subproject beside the file's folder is a project of its own (LLaMA-Adapter's
             # gorilla/ vendors the Gorilla repository's inference code): look further out.
@@ -534,9 +545,9 @@ def _project_walk(
         except OSError:
             continue
         pending.extend(folder / name for name in sorted(children, reverse=True))
-        bounds = _bounds(declared_requirements(folder).torch) if _declaration_names(folder) else []
-        if bounds:
-            found.append((folder, min(bounds)))
+        declared = declared_requirements(folder).torch if _declaration_names(folder) else ()
+        if any(lowest_admitted(item) is not None and not isinstance(item, PythonImpliedTorch) for item in declared):
+            found.append((folder, min(_bounds(declared))))
     if pending:
         return None
     return tuple(found), {target: tuple(holders) for target, holders in links.items()}
@@ -804,7 +815,7 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
         if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text):
-            yield Requirement("torch<=1.13")
+            yield PythonImpliedTorch("torch<=1.13")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
