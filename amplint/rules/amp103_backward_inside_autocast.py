@@ -78,7 +78,10 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     Safe. When the backward statements are the last statements of the block, the fix
     dedents them out of it; they run right after the block, exactly as before, only
     without autocast. A backward followed by other statements in the block is flagged
-    without a fix, because moving it would reorder code.
+    without a fix, because moving it would reorder code; so is one whose statement also
+    computes what it backpropagates (`(model(x).logits * 0).sum().backward()`, AQLM's FSDP
+    warm-up), because moving it would take that computation out of autocast too (this
+    page's decision, from round AJ: RULES.md offers the dedent for any trailing backward).
     """
 
     # A backward here or one reached in another file counts only inside an autocast
@@ -230,6 +233,17 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             fixed=None,
             line=4, column=5, message="Backward pass inside an autocast block",
         ),
+        # AQLM's FSDP warm-up: moving the statement would move the forward pass too.
+        Invalid(
+            """
+            import torch
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                model.zero_grad()
+                (model(**batch).logits * 0).sum().backward()
+            """,
+            fixed=None,
+            line=4, column=5, message="Backward pass inside an autocast block",
+        ),
         Invalid(
             """
               import torch
@@ -371,10 +385,45 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         return self.make_fix("Move the backward call out of the autocast block", [self.context.edit(start, end, moved)])
 
     def _is_backward_statement(self, statement: cst.BaseStatement) -> bool:
-        return (
+        if not (
             isinstance(statement, cst.SimpleStatementLine)
             and len(statement.body) == 1
             and isinstance(statement.body[0], cst.Expr)
             and isinstance(statement.body[0].value, cst.Call)
-            and self.context.analysis.training.is_tensor_backward(statement.body[0].value)
+        ):
+            return False
+        call = statement.body[0].value
+        if not self.context.analysis.training.is_tensor_backward(call):
+            return False
+        # Moved out of the block, the statement runs all of its code without autocast: only
+        # a backward of tensors already computed keeps its meaning (AQLM's
+        # `(model(**batch).logits * 0).sum().backward()` would move a forward pass too).
+        operands = [arg.value for arg in call.args]
+        if isinstance(call.func, cst.Attribute):
+            operands.append(call.func.value)
+        return all(self._computed_already(operand) for operand in operands)
+
+    def _computed_already(self, expr: cst.BaseExpression) -> bool:
+        """Does ``expr`` only refer to values (``loss``, ``out.loss``, ``losses[0]``,
+        ``scaler.scale(loss)``, a list of them), computing nothing autocast would change?"""
+        if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer)):
+            return True
+        if isinstance(expr, cst.Attribute):
+            return self._computed_already(expr.value)
+        if isinstance(expr, cst.Subscript):
+            return self._computed_already(expr.value) and all(
+                isinstance(element.slice, cst.Index) and self._computed_already(element.slice.value) for element in expr.slice
+            )
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return all(
+                not isinstance(element, cst.StarredElement) and self._computed_already(element.value) for element in expr.elements
+            )
+        # Loss scaling multiplies by the scale in float32 whether autocast is on or not.
+        return (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "scale"
+            and len(expr.args) == 1
+            and expr.args[0].keyword is None
+            and self._computed_already(expr.args[0].value)
         )
