@@ -566,3 +566,41 @@ def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
         root = _project(tmp_path / name, {**files, "core/renderer.py": line})
         assert [(code, row) for code, row, _ in _check(root, "infer.py", "AMP201")] == [("AMP201", 10)]
         assert [(code, row) for code, row, _ in _check(root, "main.py", "AMP201")] == [("AMP201", 8)]
+
+
+def test_a_star_imported_module_that_never_names_the_function_is_not_summarized(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # quip-sharp's lib/utils/__init__.py star-imports a generated 1.6 MB module of Hadamard
+    # tables before the module that defines the helper a trainer calls; the tables module
+    # only calls `utils.clean()`, which defines nothing. Summarizing it took 40 s.
+    import amplint.analysis as analysis
+
+    root = _project(
+        tmp_path,
+        {
+            "lib/__init__.py": "",
+            "lib/utils/__init__.py": "from .tables import *\nfrom .losses import *\n",
+            "lib/utils/tables.py": "from lib import utils\n\ndef get_had12():\n    utils.compute_loss\n    return [[1, -1], [-1, 1]]\n",
+            "lib/utils/losses.py": LOSSES,
+            "lib/train.py": TRAIN.replace("from losses import compute_loss", "from lib import utils").replace(
+                "compute_loss(model(x), y)", "utils.compute_loss(model(x), y)"
+            ),
+        },
+    )
+    summarized: list[str] = []
+    original = analysis.summarize_file
+
+    def spy(path: str, data: bytes) -> object:
+        summarized.append(Path(path).name)
+        return original(path, data)
+
+    monkeypatch.setattr(analysis, "summarize_file", spy)
+    ((code, row, message),) = _check(root, "lib/train.py", "AMP104")
+    assert (code, row) == ("AMP104", 6)
+    assert "losses.py:5" in message
+    assert "tables.py" not in summarized
+    assert "losses.py" in summarized
+    # A module that does define the name, even by importing it, is still followed.
+    (root / "lib/utils/tables.py").write_text("from lib.utils.losses import compute_loss as compute_loss\n", encoding="utf-8")
+    summarized.clear()
+    assert [c for c, _, _ in _check(root, "lib/train.py", "AMP104")] == ["AMP104"]
+    assert "tables.py" in summarized

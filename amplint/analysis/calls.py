@@ -213,6 +213,7 @@ class CallTargets:
         table: str,
         summary_of: Callable[[str], Summary | None],
         steps: int = MAX_STEPS,
+        star_name: str | None = None,
     ) -> tuple[str, Summary, str, Any] | None:
         """The entry of ``table`` (``functions``, ``autocast_wrappers``, ``members``) in the
         summary of the file that defines what ``spec`` names (``spec`` was recorded in the
@@ -227,6 +228,9 @@ class CallTargets:
                 return None
             target_path, key = found
             if target_path != path:
+                if star_name is not None and not self.modules.may_define(Path(target_path), star_name):
+                    return None  # a star-imported module that never mentions the name
+                star_name = None
                 found_summary = summary_of(target_path)
                 if found_summary is None:
                     return None
@@ -241,7 +245,7 @@ class CallTargets:
                     spec = _within(reexport, rest, spec)
                     continue
                 for star in summary.get("stars", ()):
-                    inner = self.lookup(path, summary, _within(star, key, spec), table, summary_of, steps)
+                    inner = self.lookup(path, summary, _within(star, key, spec), table, summary_of, steps, head)
                     if inner is not None:
                         return inner
                 return None

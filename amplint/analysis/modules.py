@@ -30,6 +30,11 @@ class ProjectModules:
         index = self.source.index
         return index.summary(path, self.summarize, SUMMARY_VERSION) if index is not None else None
 
+    def may_define(self, path: Path, name: str) -> bool:
+        """Could the module at ``path`` define (or re-export) ``name``? True when unsure."""
+        index = self.source.index
+        return index.may_define(path, name) if index is not None else True
+
     def module_path(self, module: str, importer: str, level: int = 0) -> Path | None:
         index = self.source.index
         return index.module_path(module, importer, level) if index is not None else None

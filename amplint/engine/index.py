@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ Summary = dict[str, Any]
 Summarizer = Callable[[str, bytes], Summary | None]
 
 _MAX_SIZE = 2 * 1024 * 1024
+_STAR_IMPORT = re.compile(rb"\bimport\s*\(?\s*\*")
 
 
 def digest(data: bytes) -> str:
@@ -113,6 +115,21 @@ class ProjectIndex:
                 self._memo[key] = summarize(str(path), data)
                 self._store(key, self._memo[key])
         return self._memo[key]
+
+    def may_define(self, path: Path, name: str) -> bool:
+        """Could ``path`` define or re-export ``name``: does its text hold the name as a word
+        that is no attribute (``utils.clean()`` defines nothing), or a star import? Far cheaper than a summary, so a package's ``__init__`` that
+        star-imports a generated module of tables (quip-sharp's 1.6 MB ``matmul_had.py``)
+        costs nothing for names it does not hold. Recorded as a dependency, as a summary is."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return False
+        if len(data) > _MAX_SIZE:
+            return False
+        self.consulted[str(path)] = digest(data)
+        word = re.escape(name.encode("utf-8", "replace"))
+        return _STAR_IMPORT.search(data) is not None or re.search(rb"(?<![\w.])" + word + rb"(?!\w)", data) is not None
 
     def _entry(self, key: tuple[str, str]) -> Path | None:
         if self.cache_dir is None:
