@@ -352,6 +352,22 @@ class TrainingAnalysis:
             for ancestor in self.tree.ancestors(node)
         )
 
+    def body_runs_without_grad(self, statement: cst.With) -> bool:
+        """Does the body of ``statement`` run with gradients off: under ``no_grad`` around
+        it, with a ``no_grad`` item of its own (``with autocast(), torch.no_grad():``, in
+        either order), or made only of ``with torch.no_grad():`` blocks?"""
+        if self.under_no_grad(statement) or self._opens_no_grad(statement):
+            return True
+        body = statement.body
+        return (
+            isinstance(body, cst.IndentedBlock)
+            and bool(body.body)
+            and all(isinstance(inner, cst.With) and self._opens_no_grad(inner) for inner in body.body)
+        )
+
+    def _opens_no_grad(self, statement: cst.With) -> bool:
+        return any(isinstance(item.item, cst.Call) and self.names.resolve(item.item.func) in NO_GRAD for item in statement.items)
+
     def under_no_grad(self, node: cst.CSTNode) -> bool:
         """Does ``node`` run with gradients off: inside ``with torch.no_grad()`` /
         ``torch.inference_mode()``, or in a function decorated with them?"""

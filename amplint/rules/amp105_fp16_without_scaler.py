@@ -35,7 +35,9 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     Not flagged: bfloat16-only blocks, blocks whose dtype or device is not statically
     known, inference code (no backward in the function, or a block under
     `torch.no_grad()` / `torch.inference_mode()` or in a function decorated with them,
-    which never backpropagates even when its function trains elsewhere), and files that scale
+    which never backpropagates even when its function trains elsewhere; so is a block whose
+    own `with` also opens `no_grad`, `with autocast(), torch.no_grad():`, or whose body is
+    made only of `no_grad` blocks, VAND-APRIL-GAN's text-prompt precomputation), and files that scale
     gradients anywhere (the scaler may be passed in), which includes, a decision of
     amplint's, calling a scaler-named callable with the loss: `loss_scaler(loss,
     optimizer, ...)`, the protocol of timm's `NativeScaler` used by DeiT, ConvNeXt and
@@ -172,6 +174,22 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
             loss = m(feats).sum()
             loss.backward()
         """,
+        # VAND-APRIL-GAN precomputes its text prompts under both, in one `with`.
+        """
+        import torch
+
+        def train(m, clip, prompts, x):
+            with torch.cuda.amp.autocast(), torch.no_grad():
+                text = clip.encode_text(prompts)
+            with torch.no_grad(), torch.autocast('cuda'):
+                more = clip.encode_text(prompts)
+            with torch.autocast('cuda'):
+                with torch.no_grad():
+                    other = clip.encode_text(prompts)
+            loss = m(x, text, more, other).sum()
+            loss.backward()
+            optimizer.step()
+        """,
         """
         import torch
 
@@ -301,7 +319,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 return
             if not analysis.training.scope_backward_calls(analysis.tree.scope_of(node)):
                 return
-            if analysis.training.under_no_grad(node):
+            if analysis.training.body_runs_without_grad(node):
                 return  # inference: no backward runs through this block
             if not analysis.training.optimizer_steps:
                 return  # a benchmark or a gradient check: nothing trains on these gradients
