@@ -131,6 +131,26 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     requires = (frozenset({"*autocast", "re:bf16|bfloat16|BF16|BFLOAT16"}),)
 
     VALID = (
+        # stereoanywhere: the scaler is built on the autocast's own device, whose autocast has
+        # no dtype: float16 (scaled) on CUDA; on CPU bfloat16, where the scaler only wastes a
+        # multiply.
+        """
+        import torch
+        from torch.amp import GradScaler
+
+        if args.cuda:
+            autocast_device = "cuda"
+        else:
+            autocast_device = "cpu"
+        scaler = GradScaler(autocast_device, enabled=args.mixed_precision)
+
+        def train(model, x, optimizer):
+            with torch.autocast(autocast_device, enabled=args.mixed_precision):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # The scaler is off exactly when the bfloat16 flag is on (VggAE_Diffusion, traiNNer).
         """
         import torch
@@ -546,7 +566,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 return
         region = self.context.analysis.scalers.served_region(node)
         cuda_scaler = self._scaler_devices(node, arguments) == CUDA_ONLY
-        bf16_uses = self._conflicting_uses(region, cuda_scaler)
+        device = arguments.get("device")
+        scaler_device = self.context.module.code_for_node(device) if device is not None else None
+        bf16_uses = self._conflicting_uses(region, cuda_scaler, scaler_device)
         if bf16_uses:
             self.report(
                 node,
@@ -556,7 +578,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             )
             return
         for function in self._functions_handed_the_scaler(node, region):
-            bf16_uses = self._conflicting_uses(function, cuda_scaler)
+            bf16_uses = self._conflicting_uses(function, cuda_scaler, scaler_device)
             if bf16_uses:
                 # Only a literal bfloat16 gives a fix here: the dtype's name lives in the callee.
                 fix = self._enabled_fix(node, enabled, "False") if bf16_uses[0].dtypes == BFLOAT16 else None
@@ -580,15 +602,24 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 fix=fix,
             )
 
-    def _conflicting_uses(self, region: cst.CSTNode, cuda_scaler: bool) -> list[AutocastUse]:
+    def _conflicting_uses(self, region: cst.CSTNode, cuda_scaler: bool, scaler_device: str | None) -> list[AutocastUse]:
         """The autocasts of ``region`` that may run in bfloat16 while the scaler scales."""
         uses = self._bfloat16_uses(region)
-        if cuda_scaler:
-            # A CUDA scaler disables itself where CUDA is missing, and on CUDA an autocast
-            # without a dtype runs in float16: bfloat16 by default only off CUDA is no
-            # conflict (`GradScaler("cuda")` beside `autocast("cuda" if ... else "cpu")`).
-            uses = [use for use in uses if not use.bfloat16_only_off_cuda]
-        return uses
+        # A CUDA scaler disables itself where CUDA is missing, and on CUDA an autocast
+        # without a dtype runs in float16: bfloat16 by default only off CUDA is no
+        # conflict (`GradScaler("cuda")` beside `autocast("cuda" if ... else "cpu")`). Nor
+        # is it for a scaler built on the autocast's own device (stereoanywhere's
+        # `GradScaler(autocast_device)` beside `autocast(autocast_device)`): it scales the
+        # float16 that device's autocast runs on CUDA, and off CUDA it only wastes a
+        # multiply (this page's decision, from round AK).
+        return [
+            use
+            for use in uses
+            if not (
+                use.bfloat16_only_off_cuda
+                and (cuda_scaler or (use.device_expr is not None and self.context.module.code_for_node(use.device_expr) == scaler_device))
+            )
+        ]
 
     def _functions_handed_the_scaler(self, node: cst.Call, region: cst.CSTNode) -> list[cst.FunctionDef]:
         """Module-level functions of this file that the scaler's function passes it to and
