@@ -1021,8 +1021,23 @@ class DeviceAnalysis:
             return False
         if isinstance(statement, cst.If) and self.tree.within(test, statement.test):
             links, final = if_chain(statement)
+            if len(links) == 1 and self._only_measures(statement):
+                return False
             return not (final is None and len(links) == 1 and _leaves(statement.body))
         return True
+
+    def _only_measures(self, statement: cst.If) -> bool:
+        """Does this availability test only decide what to log: its branches call no torch.cuda
+        function but memory statistics, and move, choose or name no device (the
+        `MetricLogger` that DeiT, ALBEF and BLIP copy adds "max mem" to its log line when
+        CUDA is there)?"""
+        branches: list[cst.CSTNode] = [statement.body]
+        if statement.orelse is not None:
+            branches.append(statement.orelse)
+        found = _Measures(self.names)
+        for branch in branches:
+            branch.visit(found)
+        return found.only_measures
 
     def _is_other_device(self, literal: cst.SimpleString) -> bool:
         """Is this ``"cpu"``/``"mps"``/``"xpu"`` literal used as a device: in ``torch.device``,
@@ -1186,3 +1201,47 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         # pytest.skip / self.skipTest raise: a test skipped without CUDA leaves too.
         return callee in ("exit", "quit", "sys.exit", "os._exit", "pytest.skip", "pytest.exit", "pytest.fail", "self.skipTest")
     return False
+
+
+# torch.cuda calls that only read or reset memory statistics: logging them chooses no device.
+_MEMORY_STATISTICS = frozenset(
+    {
+        "torch.cuda.max_memory_allocated",
+        "torch.cuda.memory_allocated",
+        "torch.cuda.max_memory_reserved",
+        "torch.cuda.memory_reserved",
+        "torch.cuda.max_memory_cached",
+        "torch.cuda.memory_cached",
+        "torch.cuda.reset_peak_memory_stats",
+        "torch.cuda.reset_max_memory_allocated",
+        "torch.cuda.memory_summary",
+        "torch.cuda.memory_stats",
+    }
+)
+
+
+class _Measures(ReadOnlyVisitor):
+    """Collects whether code does nothing with devices but read CUDA memory statistics."""
+
+    def __init__(self, names: NameResolver) -> None:
+        self.names = names
+        self.only_measures = True
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        qualified = self.names.resolve(node.func) or ""
+        if qualified.startswith("torch.") and qualified not in _MEMORY_STATISTICS:
+            self.only_measures = False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to", "cpu"):
+            self.only_measures = False
+        return self.only_measures
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        if "device" in node.value.lower() or node.value in ("DataParallel", "DistributedDataParallel"):
+            self.only_measures = False
+        return False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> bool:
+        value = string_literal(node)
+        if value is not None and value.split(":")[0] in OTHER_DEVICES | {"cuda"}:
+            self.only_measures = False
+        return False

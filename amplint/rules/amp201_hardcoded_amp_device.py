@@ -169,7 +169,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     every function defined after it),
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
-    test with a fallback; `torch.load(..., map_location="cpu" if quant else device)` stages
+    test with a fallback; a test that only decides whether to log CUDA memory statistics is
+    none, as in the `MetricLogger` that DeiT, ALBEF and BLIP share (ptp, round AK);
+    `torch.load(..., map_location="cpu" if quant else device)` stages
     weights in host memory and chooses no device, and so do `model.to_empty(device="cpu")`
     and `x.to(device="cpu")`, as in LMOps's Megatron converter).
 
@@ -709,6 +711,23 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             dist.init_process_group(backend="nccl")
             values = torch.tensor([1, 2]).cuda()
             print(x.to(torch.device("cpu")), values)
+        """,
+        # An availability test that only decides what to log is no fallback (ptp's copy of
+        # the MetricLogger that DeiT, ALBEF and BLIP share).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def log_every(meters, log_msg):
+            if torch.cuda.is_available():
+                log_msg.append("max mem: {memory:.0f}")
+            if torch.cuda.is_available():
+                print(" ".join(log_msg).format(memory=torch.cuda.max_memory_allocated() / 2**20, meters=meters))
+            else:
+                print(" ".join(log_msg).format(meters=meters))
+
+        def init_distributed_ddpjob(rank, world_size):
+            dist.init_process_group(backend="nccl", rank=rank, world_size=world_size)
         """,
         # Staging a model in host memory is no device choice (LMOps's Megatron converter).
         """
@@ -1253,6 +1272,23 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             + dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', init_method='env://')
             """,
             line=5, column=33, message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
+        ),
+        # An availability test that moves the model is a fallback: the file runs without CUDA.
+        Invalid(
+            """
+              import torch
+              import torch.distributed as dist
+
+              def to_gpu(x):
+                  if torch.cuda.is_available():
+                      x = x.cuda()
+                  return x
+
+              def setup(rank, world_size):
+            -     dist.init_process_group(backend="nccl", rank=rank, world_size=world_size)
+            +     dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=world_size)
+            """,
+            line=10, column=37, message='Hardcoded "nccl" backend',
         ),
         # `torch` not bound: the fix imports it; a device option's default shows the intent.
         Invalid(
