@@ -430,6 +430,13 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # ProteinMPNN: the pytorch channel built against `cudatoolkit` up to torch 1.12.
         ({"README.md": "conda install pytorch torchvision torchaudio cudatoolkit=11.3 -c pytorch\n"}, (1, 12)),
         ({"README.md": "conda install pytorch pytorch-cuda=12.1 -c pytorch -c nvidia\n"}, None),
+        # From 1.13 the channel builds against `pytorch-cuda=`: 11.6 only for 1.13, 11.7 up to
+        # 2.0 (ASP's environment.yml); 11.8 reaches 2.5.
+        ({"README.md": "conda install pytorch torchvision pytorch-cuda=11.6 -c pytorch -c nvidia\n"}, (1, 13)),
+        ({"README.md": "Then: pytorch-cuda=11.7 is what we used.\n"}, None),
+        ({"environment.yml": "name: asp\ndependencies:\n  - pytorch\n  - pytorch-cuda=11.7\n"}, (2, 0)),
+        ({"environment.yml": "name: asp\ndependencies:\n  - pytorch=1.13.1\n  - pytorch-cuda=11.7\n"}, (1, 13)),
+        ({"environment.yml": "name: x\ndependencies:\n  - pytorch\n  - pytorch-cuda=11.8\n"}, None),
         # A pinned pytorch says which itself (layoutlm's `pytorch==1.4.0 cudatoolkit=10.1`).
         ({"README.md": "conda install pytorch==1.4.0 cudatoolkit=10.1 -c pytorch\n"}, (1, 4)),
         # YOLOv8-pt: the long-term-support channel only ever held torch 1.8.

@@ -817,6 +817,40 @@ class DeviceAnalysis:
                     return True  # axolotl's `compute_loss` calls `self._compute_block_rewards`
         return False
 
+    def sibling_requires_cuda_on_same_test(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in a method of a class, under an ``if`` one of whose ``and``-parts is
+        also the whole test under which another method of the class requires CUDA? VoxCPM's
+        ``Accelerator`` initialises NCCL in ``__init__`` under ``if self.world_size > 1 and
+        not dist.is_initialized():``, and its ``prepare_model`` wraps the model in
+        ``DistributedDataParallel(device_ids=[...])`` under ``if self.world_size > 1:``: its
+        distributed path needs CUDA either way."""
+        found = self.classes.method_of(node)
+        guard = self._innermost_if(node)
+        if found is None or guard is None:
+            return False
+        owner, method = found
+        module = self.source.module
+        parts = {module.code_for_node(part) for part in _conjuncts(guard.test)}
+        for statement in owner.body.body:
+            if not isinstance(statement, cst.FunctionDef) or statement is method:
+                continue
+            for call in self.tree.index.calls:
+                if not self.tree.within(call, statement) or not self.call_requires_cuda(call):
+                    continue
+                test = self._innermost_if(call)
+                if test is not None and self.tree.within(test, statement) and module.code_for_node(test.test) in parts:
+                    return True
+        return False
+
+    def _innermost_if(self, node: cst.CSTNode) -> cst.If | None:
+        """The nearest ``if`` whose body (not its ``else``) holds ``node``."""
+        for child, ancestor in self.tree.ancestry(node):
+            if isinstance(ancestor, cst.If) and child is ancestor.body:
+                return ancestor
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return None
+        return None
+
     def call_requires_cuda(self, call: cst.Call) -> bool:
         qualified = self.names.resolve(call.func)
         if qualified == "torch.cuda.set_device":
@@ -1245,3 +1279,10 @@ class _Measures(ReadOnlyVisitor):
         if value is not None and value.split(":")[0] in OTHER_DEVICES | {"cuda"}:
             self.only_measures = False
         return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The parts of an ``and`` chain (the test itself when it is none)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]

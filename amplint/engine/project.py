@@ -102,9 +102,16 @@ _DOCUMENTED_TORCH = re.compile(
 # `conda install pytorch torchvision cudatoolkit=11.3 -c pytorch`: the pytorch channel built
 # torch against a `cudatoolkit` package up to torch 1.12; from 1.13 it takes `pytorch-cuda=`
 # (ProteinMPNN's README), so an unpinned pytorch installed this way is 1.12 at the newest.
+_CONDA_INSTALL = re.compile(r"\bconda\s+install\b", re.IGNORECASE)
 _CONDA_CUDATOOLKIT = re.compile(
     r"\bconda\s+install\b[^\n]*?(?<![\w-])pytorch(?![\w-]|\s*[=<>~])[^\n]*?\bcudatoolkit\s*=", re.IGNORECASE
 )
+# From torch 1.13 the pytorch channel builds against `pytorch-cuda=X`, each X for a few
+# releases only: 11.6 for 1.13, 11.7 for 1.13 and 2.0 (ASP's environment.yml lists an unpinned
+# `pytorch` beside `pytorch-cuda=11.7`, which resolves to 2.0 at the newest). Later ones reach
+# torch 2.4 or newer, so they bound nothing that matters here.
+_PYTORCH_CUDA_NEWEST = {"11.6": "1.13", "11.7": "2.0"}
+_PYTORCH_CUDA = re.compile(r"(?<![\w-])pytorch-cuda\s*==?\s*(11\.[67])(?![\d.])", re.IGNORECASE)
 # An apex fork (`git clone https://github.com/ptrblck/apex.git`, SimXNS's MASTER; `qywu/apex`):
 # a copy of apex as it was, with its apex.amp.
 _APEX_FORK = re.compile(r"github\.com/(?!nvidia/)[\w.-]+/apex(?:\.git)?(?![\w-])", re.IGNORECASE)
@@ -812,6 +819,10 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         yield from _operator_pins(text)
         if _CONDA_CUDATOOLKIT.search(text):
             yield Requirement("torch<=1.12")
+        for line in text.splitlines():
+            cuda_build = _PYTORCH_CUDA.search(line) if _CONDA_INSTALL.search(line) else None
+            if cuda_build is not None:
+                yield Requirement(f"torch<={_PYTORCH_CUDA_NEWEST[cuda_build.group(1)]}")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
         if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text):
@@ -959,9 +970,12 @@ def _conda_environment(path: Path) -> Iterator[str]:
             continue
         item = item[2:].strip().strip("'\"").split("::")[-1]  # `pytorch::pytorch=2.5`: the channel goes
         conda = _CONDA_TORCH.match(item)
+        cuda_build = _PYTORCH_CUDA.fullmatch(item)
         if conda is not None:
             name = "torch" if conda.group(1) == "pytorch" else conda.group(1)
             yield f"{name}{_DOCUMENT_OPERATORS.get(conda.group(2), conda.group(2))}{conda.group(3)}"
+        elif cuda_build is not None:
+            yield f"torch<={_PYTORCH_CUDA_NEWEST[cuda_build.group(1)]}"
         elif _looks_like_requirement(item):
             yield item
 

@@ -153,7 +153,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
     call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
-    `DistributedDataParallel` given `device_ids=`, before or after the call), when every
+    `DistributedDataParallel` given `device_ids=`, before or after the call), when another
+    method of its class requires CUDA that way under the very test that is one of the
+    `and`-parts of the call's own `if` (VoxCPM's `Accelerator` initialises NCCL under `if
+    self.world_size > 1 and not dist.is_initialized():` and wraps the model in DDP with
+    `device_ids=` under `if self.world_size > 1:`; this page's decision, from round AK), when every
     caller of the function in the file requires CUDA that way (nnU-Net's `setup_ddp`,
     called only by a `run_ddp` that then calls `torch.cuda.set_device`), when the function
     is spawned once per CUDA device (`torch.multiprocessing.spawn(main_worker,
@@ -711,6 +715,29 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             dist.init_process_group(backend="nccl")
             values = torch.tensor([1, 2]).cuda()
             print(x.to(torch.device("cpu")), values)
+        """,
+        # VoxCPM's Accelerator: NCCL only when world_size > 1, and under that same test
+        # another method wraps the model in DDP with device_ids (CUDA only). The file falls
+        # back to CPU elsewhere (its device), so only the shared test decides.
+        """
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Accelerator:
+            def __init__(self):
+                self.world_size = int(os.getenv("WORLD_SIZE", "1"))
+                if self.world_size > 1 and not dist.is_initialized():
+                    dist.init_process_group("nccl", init_method="env://")
+                self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+                self.device = torch.device("cuda", self.local_rank) if torch.cuda.is_available() else torch.device("cpu")
+
+            def prepare_model(self, model):
+                model = model.to(self.device)
+                if self.world_size > 1:
+                    model = DistributedDataParallel(model, device_ids=[self.local_rank])
+                return model
         """,
         # An availability test that only decides what to log is no fallback (ptp's copy of
         # the MetricLogger that DeiT, ALBEF and BLIP share).
@@ -1273,6 +1300,30 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             """,
             line=5, column=33, message="""use `'nccl' if torch.cuda.is_available() else 'gloo'`""",
         ),
+        # DDP without device_ids runs on CPU too (gloo would serve it): nothing needs CUDA.
+        Invalid(
+            """
+              import os
+              import torch
+              import torch.distributed as dist
+              from torch.nn.parallel import DistributedDataParallel
+
+              class Accelerator:
+                  def __init__(self):
+                      self.world_size = int(os.getenv("WORLD_SIZE", "1"))
+                      if self.world_size > 1 and not dist.is_initialized():
+            -             dist.init_process_group("nccl", init_method="env://")
+            +             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", init_method="env://")
+                      self.device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+                  def prepare_model(self, model):
+                      model = model.to(self.device)
+                      if self.world_size > 1:
+                          model = DistributedDataParallel(model)
+                      return model
+            """,
+            line=10, column=37, message='Hardcoded "nccl" backend',
+        ),
         # An availability test that moves the model is a fallback: the file runs without CUDA.
         Invalid(
             """
@@ -1576,6 +1627,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if (
             devices.requires_cuda(node)
             or devices.callers_require_cuda(node)
+            or devices.sibling_requires_cuda_on_same_test(node)
             or not devices.runs_elsewhere
             or self.context.analysis.project.requires_cuda(node)
             or self.context.analysis.project.uncalled_in_script(node)
