@@ -100,14 +100,10 @@ class ProjectIndex:
         """The summary of ``path`` (computed by ``summarize`` on a miss), recording the file
         as a dependency of the current lint. ``version`` names the summarizer: summaries
         of an older one are not reused."""
-        try:
-            data = path.read_bytes()
-        except OSError:
+        consulted = self._consult(path)
+        if consulted is None:
             return None
-        if len(data) > _MAX_SIZE:
-            return None
-        content = digest(data)
-        self.consulted[str(path)] = content
+        data, content = consulted
         key = (content, version)
         if key not in self._memo:
             self._memo[key] = self._load(key)
@@ -118,18 +114,29 @@ class ProjectIndex:
 
     def may_define(self, path: Path, name: str) -> bool:
         """Could ``path`` define or re-export ``name``: does its text hold the name as a word
-        that is no attribute (``utils.clean()`` defines nothing), or a star import? Far cheaper than a summary, so a package's ``__init__`` that
-        star-imports a generated module of tables (quip-sharp's 1.6 MB ``matmul_had.py``)
-        costs nothing for names it does not hold. Recorded as a dependency, as a summary is."""
+        that is no attribute (``utils.clean()`` defines nothing), or a star import? Far
+        cheaper than a summary, so a package's ``__init__`` that star-imports a generated
+        module of tables (quip-sharp's 1.6 MB ``matmul_had.py``) costs nothing for names it
+        does not hold. Recorded as a dependency, as a summary is."""
+        consulted = self._consult(path)
+        if consulted is None:
+            return False
+        data = consulted[0]
+        word = re.escape(name.encode("utf-8", "replace"))
+        return _STAR_IMPORT.search(data) is not None or re.search(rb"(?<![\w.])" + word + rb"(?!\w)", data) is not None
+
+    def _consult(self, path: Path) -> tuple[bytes, str] | None:
+        """``path``'s bytes and digest, recorded as a dependency of the current lint (None:
+        unreadable, or too large to follow)."""
         try:
             data = path.read_bytes()
         except OSError:
-            return False
+            return None
         if len(data) > _MAX_SIZE:
-            return False
-        self.consulted[str(path)] = digest(data)
-        word = re.escape(name.encode("utf-8", "replace"))
-        return _STAR_IMPORT.search(data) is not None or re.search(rb"(?<![\w.])" + word + rb"(?!\w)", data) is not None
+            return None
+        content = digest(data)
+        self.consulted[str(path)] = content
+        return data, content
 
     def _entry(self, key: tuple[str, str]) -> Path | None:
         if self.cache_dir is None:
