@@ -430,6 +430,17 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # ProteinMPNN: the pytorch channel built against `cudatoolkit` up to torch 1.12.
         ({"README.md": "conda install pytorch torchvision torchaudio cudatoolkit=11.3 -c pytorch\n"}, (1, 12)),
         ({"README.md": "conda install pytorch pytorch-cuda=12.1 -c pytorch -c nvidia\n"}, None),
+        # PyContrast's requirements.txt names the wheel itself (a commented-out one says nothing).
+        (
+            {
+                "requirements.txt": "# https://download.pytorch.org/whl/cu90/torch-0.4.0-cp35-cp35m-linux_x86_64.whl\n"
+                "https://download.pytorch.org/whl/cu100/torch-1.2.0-cp36-cp36m-manylinux1_x86_64.whl\n"
+            },
+            (1, 2),
+        ),
+        ({"requirements.txt": "https://download.pytorch.org/whl/cu118/torch-2.5.1%2Bcu118-cp310-cp310-linux_x86_64.whl\n"}, (2, 5)),
+        ({"README.md": "pip install https://download.pytorch.org/whl/cu92/torch-1.5.0%2Bcu92-cp37-cp37m-linux_x86_64.whl\n"}, (1, 5)),
+        ({"requirements.txt": "torchvision-0.5.0-cp36-none-any.whl\n"}, None),
         # From 1.13 the channel builds against `pytorch-cuda=`: 11.6 only for 1.13, 11.7 up to
         # 2.0 (ASP's environment.yml); 11.8 reaches 2.5.
         ({"README.md": "conda install pytorch torchvision pytorch-cuda=11.6 -c pytorch -c nvidia\n"}, (1, 13)),

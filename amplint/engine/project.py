@@ -112,6 +112,9 @@ _CONDA_CUDATOOLKIT = re.compile(
 # torch 2.4 or newer, so they bound nothing that matters here.
 _PYTORCH_CUDA_NEWEST = {"11.6": "1.13", "11.7": "2.0"}
 _PYTORCH_CUDA = re.compile(r"(?<![\w-])pytorch-cuda\s*==?\s*(11\.[67])(?![\d.])", re.IGNORECASE)
+# A torch wheel named by its file (PyContrast's requirements.txt lists
+# `https://download.pytorch.org/whl/cu100/torch-1.2.0-cp36-cp36m-linux_x86_64.whl`): that release.
+_TORCH_WHEEL = re.compile(r"(?<![\w.-])torch-([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?:(?:\+|%2B)[\w.]+)?-[\w.-]*\.whl\b", re.IGNORECASE)
 # An apex fork (`git clone https://github.com/ptrblck/apex.git`, SimXNS's MASTER; `qywu/apex`):
 # a copy of apex as it was, with its apex.amp.
 _APEX_FORK = re.compile(r"github\.com/(?!nvidia/)[\w.-]+/apex(?:\.git)?(?![\w-])", re.IGNORECASE)
@@ -802,6 +805,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         yield from _installed_requirements(root, text)
         for version in _TORCH_NAMED_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
+        for version in _TORCH_WHEEL.findall(text):
+            yield Requirement(f"torch=={version}")
         plain = _MARKDOWN_ESCAPE.sub(r"\1", _MARKDOWN_LINK.sub(r"\1", text)).replace("`", "").replace("**", "")
         # A badge's label is in its URL, its characters escaped (FullSubNet's
         # `![PyTorch](https://img.shields.io/badge/PyTorch-%3E%3D1.7-brightgreen)`).
@@ -945,7 +950,10 @@ def _requirements_txt(path: Path) -> Iterator[str]:
         return
     for line in text.splitlines():
         line = line.split(" #", 1)[0].strip()
-        if line and not line.startswith(("#", "-")):
+        wheel = _TORCH_WHEEL.search(line) if not line.startswith("#") else None
+        if wheel is not None:
+            yield f"torch=={wheel.group(1)}"
+        elif line and not line.startswith(("#", "-")):
             # A conda package list (`conda install --file conda-requirements.txt`: matchmaker's
             # `pytorch==1.9.0`, or conda's `pytorch=1.9.0`) names torch `pytorch`, which pip
             # cannot install: the line can only mean torch.
