@@ -441,6 +441,17 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"requirements.txt": "https://download.pytorch.org/whl/cu118/torch-2.5.1%2Bcu118-cp310-cp310-linux_x86_64.whl\n"}, (2, 5)),
         ({"README.md": "pip install https://download.pytorch.org/whl/cu92/torch-1.5.0%2Bcu92-cp37-cp37m-linux_x86_64.whl\n"}, (1, 5)),
         ({"requirements.txt": "torchvision-0.5.0-cp36-none-any.whl\n"}, None),
+        # xview3's Dockerfile names the image through a build argument.
+        ({"Dockerfile": 'ARG PYTORCH="1.10.0"\nARG CUDA="11.3"\nFROM pytorch/pytorch:${PYTORCH}-cuda${CUDA}-cudnn8-devel\n'}, (1, 10)),
+        ({"Dockerfile": "ARG PYTORCH=2.5.1\nFROM pytorch/pytorch:$PYTORCH-cuda12.4-cudnn9-devel\n"}, (2, 5)),
+        # smly's hotelid: Poetry pins torch by its wheel's URL.
+        (
+            {
+                "pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.8"\n'
+                'torch = {url = "https://download.pytorch.org/whl/cu111/torch-1.8.0%2Bcu111-cp38-cp38-linux_x86_64.whl"}\n'
+            },
+            (1, 8),
+        ),
         # From 1.13 the channel builds against `pytorch-cuda=`: 11.6 only for 1.13, 11.7 up to
         # 2.0 (ASP's environment.yml); 11.8 reaches 2.5.
         ({"README.md": "conda install pytorch torchvision pytorch-cuda=11.6 -c pytorch -c nvidia\n"}, (1, 13)),

@@ -802,6 +802,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             # A script's comments are not its commands (NeMo's Dockerfile.speech explains
             # in one that vllm pins `torch==2.3.0`, which it then avoids).
             text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if _CONTAINER_FILE.match(path.name):
+            text = _with_build_arguments(text)
         yield from _installed_requirements(root, text)
         for version in _TORCH_NAMED_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
@@ -846,6 +848,17 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
     for path in _other_linked_documents(root):
         text = _read(path)
         yield from _operator_pins("\n".join(line for line in (text or "").splitlines() if _INSTALL_COMMAND.search(line)))
+
+
+_BUILD_ARGUMENT = re.compile(r"^\s*ARG\s+([A-Za-z_]\w*)\s*=\s*[\"']?([^\s\"']+)", re.MULTILINE)
+
+
+def _with_build_arguments(text: str) -> str:
+    """A container build file with its build arguments' defaults filled in (xview3's
+    `ARG PYTORCH="1.10.0"` then `FROM pytorch/pytorch:${PYTORCH}-cuda11.3-cudnn8-devel`)."""
+    for name, value in _BUILD_ARGUMENT.findall(text):
+        text = re.sub(r"\$\{" + name + r"\}|\$" + name + r"(?!\w)", value.replace("\\", "\\\\"), text)
+    return text
 
 
 def _operator_pins(text: str) -> Iterator[Requirement]:
@@ -926,7 +939,9 @@ def _poetry(document: dict[str, object]) -> Iterator[str]:
             continue
         for name, constraint in table.items():
             if isinstance(constraint, dict):
-                constraint = constraint.get("version")
+                # smly's hotelid: `torch = {url = ".../torch-1.8.0%2Bcu111-cp38-...whl"}`.
+                wheel = _TORCH_WHEEL.search(str(constraint.get("url", "")))
+                constraint = f"=={wheel.group(1)}" if name == "torch" and wheel is not None else constraint.get("version")
             if isinstance(name, str) and isinstance(constraint, str):
                 yield name + _poetry_specifier(constraint)
 

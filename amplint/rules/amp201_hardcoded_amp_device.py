@@ -58,7 +58,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors), where `x`
       may hold another device (not where it is bound only to `"cuda"`, `"cuda:N"` or
       `"cpu"` strings and the file cannot rebind it at run time: the mapping is then exact;
-      this page's extension, from round AC), whose value
+      this page's extension, from round AC; likewise a `self.device` that every assignment
+      in its class sets to such strings, where the file sets no other object's `.device`:
+      gptcore, round AN), whose value
       feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
       or the test that chooses between autocast and no autocast, directly or through
       the one name it is assigned to (a device for a
@@ -1694,10 +1696,27 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """Is ``subject`` bound only to CUDA or CPU device strings, and never rebound at run
         time (baby-llama2-chinese: `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
         above `'cuda' if 'cuda' in device else 'cpu'`)?"""
-        values = self.context.analysis.values.string_values(subject)
+        analysis = self.context.analysis
+        values = analysis.values.string_values(subject)
+        member = analysis.classes.instance_attribute(subject)
+        if values is None and member is not None:
+            # `self.device`, every assignment of it in the class a CUDA-or-CPU string, and no
+            # other object's `.device` set anywhere in the file (gptcore's `LightningModel`).
+            assigned = analysis.classes.attribute_values(*member)
+            found = [analysis.values.string_values(value) for value in assigned or ()]
+            if assigned and all(found) and not self._sets_other_devices(member[1], assigned):
+                values = frozenset().union(*(one for one in found if one))
         if not values or not all(value == "cpu" or value == "cuda" or value.startswith("cuda:") for value in values):
             return False
-        return not self.context.analysis.devices.rebinds_globals
+        return not analysis.devices.rebinds_globals
+
+    def _sets_other_devices(self, attr: str, own: list[cst.BaseExpression]) -> bool:
+        """Does the file assign ``<anything>.<attr>`` other than the given values?"""
+        for assign in self.context.analysis.tree.index.assigns:
+            for target in assign.targets:
+                if isinstance(target.target, cst.Attribute) and target.target.attr.value == attr and assign.value not in own:
+                    return True
+        return False
 
     def _feeds_amp(self, value: cst.BaseExpression) -> bool:
         """Does ``value`` reach an AMP call's device argument: directly, or through the one

@@ -425,3 +425,35 @@ def test_torch_autocast_takes_an_indexed_device_type(torch) -> None:  # type: ig
         assert torch.is_autocast_enabled("cpu")
         assert (x @ x).dtype == torch.bfloat16
     assert not torch.is_autocast_enabled("cpu")
+
+
+SELF_DEVICE_STRING_MATCHED = """\
+import torch
+from contextlib import nullcontext
+
+class LightningModel:
+    def __init__(self):
+        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+    def generate(self, model, x):
+        device_type = 'cuda' if 'cuda' in self.device else 'cpu'
+        ctx = nullcontext() if device_type == 'cpu' else torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+        with ctx:
+            return model(x)
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "reported"),
+    [
+        # gptcore: `self.device` is only ever CUDA or CPU, so the string test maps it exactly.
+        ("", False),
+        # A method that sets it to any device makes the mapping lossy again.
+        ("\n    def to(self, device):\n        self.device = device\n", True),
+        # So does another object's `.device` set in the file (it may be this class's).
+        ("\ndef move(m, device):\n    m.device = device\n", True),
+    ],
+)
+def test_a_self_device_bound_only_to_cuda_or_cpu_is_mapped_exactly(extra: str, reported: bool) -> None:
+    source = SELF_DEVICE_STRING_MATCHED.format(extra=extra)
+    assert _rows(source) == ([("AMP201", 9)] if reported else [])
