@@ -831,15 +831,13 @@ class DeviceAnalysis:
         owner, method = found
         module = self.source.module
         parts = {module.code_for_node(part) for part in _conjuncts(guard.test)}
-        for statement in owner.body.body:
-            if not isinstance(statement, cst.FunctionDef) or statement is method:
+        for call in self.tree.index.calls:
+            other = self.classes.method_of(call)
+            if other is None or other[0] is not owner or other[1] is method or not self.call_requires_cuda(call):
                 continue
-            for call in self.tree.index.calls:
-                if not self.tree.within(call, statement) or not self.call_requires_cuda(call):
-                    continue
-                test = self._innermost_if(call)
-                if test is not None and self.tree.within(test, statement) and module.code_for_node(test.test) in parts:
-                    return True
+            test = self._innermost_if(call)
+            if test is not None and module.code_for_node(test.test) in parts:
+                return True
         return False
 
     def _innermost_if(self, node: cst.CSTNode) -> cst.If | None:

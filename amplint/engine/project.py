@@ -102,7 +102,6 @@ _DOCUMENTED_TORCH = re.compile(
 # `conda install pytorch torchvision cudatoolkit=11.3 -c pytorch`: the pytorch channel built
 # torch against a `cudatoolkit` package up to torch 1.12; from 1.13 it takes `pytorch-cuda=`
 # (ProteinMPNN's README), so an unpinned pytorch installed this way is 1.12 at the newest.
-_CONDA_INSTALL = re.compile(r"\bconda\s+install\b", re.IGNORECASE)
 _CONDA_CUDATOOLKIT = re.compile(
     r"\bconda\s+install\b[^\n]*?(?<![\w-])pytorch(?![\w-]|\s*[=<>~])[^\n]*?\bcudatoolkit\s*=", re.IGNORECASE
 )
@@ -112,6 +111,7 @@ _CONDA_CUDATOOLKIT = re.compile(
 # torch 2.4 or newer, so they bound nothing that matters here.
 _PYTORCH_CUDA_NEWEST = {"11.6": "1.13", "11.7": "2.0"}
 _PYTORCH_CUDA = re.compile(r"(?<![\w-])pytorch-cuda\s*==?\s*(11\.[67])(?![\d.])", re.IGNORECASE)
+_CONDA_PYTORCH_CUDA = re.compile(r"\bconda\s+install\b[^\n]*?" + _PYTORCH_CUDA.pattern, re.IGNORECASE)
 # A torch wheel named by its file (PyContrast's requirements.txt lists
 # `https://download.pytorch.org/whl/cu100/torch-1.2.0-cp36-cp36m-linux_x86_64.whl`): that release.
 _TORCH_WHEEL = re.compile(r"(?<![\w.-])torch-([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?:(?:\+|%2B)[\w.]+)?-[\w.-]*\.whl\b", re.IGNORECASE)
@@ -499,10 +499,7 @@ def _agreeing_folders_beyond(root: Path, folders: Sequence[Path], declarations: 
             if any(_bounds(declared_requirements(place).torch) for place in linked):
                 return linked
     for folder in folders:
-        # A folder inside another that bounds torch is a part of that project (LUPerson's
-        # fast-reid pins 1.6; a project under it says >=1.1): the outer one speaks for both.
-        found_under = _bounding_under(top, folder)
-        under = [(found, target) for found, target in found_under if not any(other in found.parents for other, _ in found_under)]
+        under = _bounding_under(top, folder)
         if len(under) == 1 and folder != folders[-1]:
             # One subproject beside the file's folder is a project of its own (LLaMA-Adapter's
             # gorilla/ vendors the Gorilla repository's inference code): look further out.
@@ -514,11 +511,14 @@ def _agreeing_folders_beyond(root: Path, folders: Sequence[Path], declarations: 
 
 @functools.lru_cache(maxsize=4096)
 def _bounding_under(root: Path, folder: Path) -> tuple[tuple[Path, TorchVersion], ...]:
-    """The folders below ``folder`` that bound torch (of those under ``root``), with their
-    targets: asked for every folder from each file up, so kept, and compared as strings."""
+    """The outermost folders below ``folder`` that bound torch (of those under ``root``), with
+    their targets: asked for every folder from each file up, so kept, and compared as
+    strings. A folder inside another that bounds torch is a part of that project (LUPerson's
+    fast-reid pins 1.6; a project under it says >=1.1): the outer one speaks for both."""
     prefix = os.path.join(str(folder), "")
     walked = _project_walk(root)
-    return tuple((found, target) for found, target in (walked[0] if walked else ()) if str(found).startswith(prefix))
+    below = [(found, target) for found, target in (walked[0] if walked else ()) if str(found).startswith(prefix)]
+    return tuple((found, target) for found, target in below if not any(other in found.parents for other, _ in below))
 
 
 # Folders never searched for the project's torch: tools' and environments' own.
@@ -826,10 +826,8 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         yield from _operator_pins(text)
         if _CONDA_CUDATOOLKIT.search(text):
             yield Requirement("torch<=1.12")
-        for line in text.splitlines():
-            cuda_build = _PYTORCH_CUDA.search(line) if _CONDA_INSTALL.search(line) else None
-            if cuda_build is not None:
-                yield Requirement(f"torch<={_PYTORCH_CUDA_NEWEST[cuda_build.group(1)]}")
+        for cuda in _CONDA_PYTORCH_CUDA.findall(text):
+            yield Requirement(f"torch<={_PYTORCH_CUDA_NEWEST[cuda]}")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
         if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text):
