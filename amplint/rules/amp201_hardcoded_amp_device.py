@@ -176,7 +176,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     and in files that show no intent to run elsewhere: no AMP code and no non-CUDA device
     choice (a `"cpu"`, `"mps"` or `"xpu"` device value or default, or a CUDA-availability
     test with a fallback; a test that only decides whether to log CUDA memory statistics is
-    none, as in the `MetricLogger` that DeiT, ALBEF and BLIP share (ptp, round AK);
+    none, as in the `MetricLogger` that DeiT, ALBEF and BLIP share (ptp; this page's reading
+    of a "fallback", from round AK);
     `torch.load(..., map_location="cpu" if quant else device)` stages
     weights in host memory and chooses no device, and so do `model.to_empty(device="cpu")`
     and `x.to(device="cpu")`, as in LMOps's Megatron converter).

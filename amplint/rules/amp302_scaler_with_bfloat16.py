@@ -51,7 +51,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
       CUDA scaler (`GradScaler("cuda")`, torch's default device), which disables itself
       where CUDA is missing, while on CUDA that autocast runs in float16 (an exception
       RULES.md does not make: its premise, a scaler working beside bfloat16, cannot
-      happen there);
+      happen there), nor beside a scaler built on the autocast's own device expression
+      (stereoanywhere's `GradScaler(autocast_device)` beside `autocast(autocast_device)`:
+      float16 and scaled on CUDA; off CUDA it only wastes a multiply; this page's decision,
+      from round AK);
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
