@@ -902,3 +902,45 @@ def test_apex_amp_is_not_reported_where_the_projects_apex_still_has_it(
 def test_a_conda_package_list_names_torch_pytorch(tmp_path: Path, line: str, target: tuple[int, int] | None) -> None:
     root = _project(tmp_path, {"conda-requirements.txt": f"numpy\n{line}\n", "train.py": ""})
     assert project_facts(root, file=root / "train.py").target_torch == target
+
+
+@pytest.mark.parametrize(
+    ("files", "newest"),
+    [
+        # Sophia's README: "PyTorch 2.1.2"; Adam-mini's environment.yml pins pytorch 2.1.1.
+        ({"requirements.txt": "torch==2.1.2\n"}, (2, 1)),
+        ({"environment.yml": "dependencies:\n  - pytorch=2.1.1\n"}, (2, 1)),
+        ({"requirements.txt": "torch>=1.13,<2.4\n"}, (2, 3)),
+        # A floor alone admits every newer release.
+        ({"requirements.txt": "torch>=2.0\n"}, None),
+        # Two declarations: one without a cap leaves newer torch open.
+        ({"requirements.txt": "torch==2.1.2\n", "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n"}, None),
+        ({"requirements.txt": "torch\n"}, None),
+        ({}, None),
+    ],
+)
+def test_newest_torch_is_the_cap_every_declaration_sets(
+    tmp_path: Path, files: dict[str, str], newest: tuple[int, int] | None
+) -> None:
+    assert project_facts(_project(tmp_path, files)).newest_torch == newest
+
+
+def test_an_explicit_target_says_nothing_about_the_newest_torch(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"requirements.txt": "torch==2.1.2\n"})
+    assert project_facts(root, target_torch="2.1").newest_torch is None
+
+
+def test_a_pinned_old_torch_silences_the_device_string_test(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n"
+        "def train(model, x, device):\n"
+        "    device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+        "    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):\n"
+        "        return model(x)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "requirements.txt").write_text("torch==2.1.2\n", encoding="utf-8")
+    assert _cli(["check", "--no-cache", "--select", "AMP201", "train.py"], tmp_path)[0] == 0
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n", encoding="utf-8")
+    code, output = _cli(["check", "--no-cache", "--select", "AMP201", "train.py"], tmp_path)
+    assert code == 1 and "train.py:4:19: AMP201" in output

@@ -64,7 +64,7 @@ class Bindings:
 
     # -- values ---------------------------------------------------------------------------
 
-    def _plain_value(self, binding: BaseAssignment) -> cst.BaseExpression | None:
+    def value_of_binding(self, binding: BaseAssignment) -> cst.BaseExpression | None:
         """The value of ``name = value`` (one target) or ``name: T = value``, else None."""
         if not isinstance(binding, Assignment):
             return None
@@ -80,12 +80,12 @@ class Bindings:
 
     def single_value(self, name: cst.Name) -> cst.BaseExpression | None:
         bindings = self.of(name)
-        return self._plain_value(bindings[0]) if len(bindings) == 1 else None
+        return self.value_of_binding(bindings[0]) if len(bindings) == 1 else None
 
     def plain_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
         values: list[cst.BaseExpression] = []
         for binding in self.of(name):
-            value = self._plain_value(binding)
+            value = self.value_of_binding(binding)
             if value is None:
                 return None
             values.append(value)

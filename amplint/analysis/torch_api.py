@@ -190,6 +190,10 @@ RUNTIME_TORCH = (2, 4)
 # (`is_autocast_available`), so an indexed `"cuda:0"` works; before, anything but a bare
 # device type raised "unsupported autocast device_type".
 AUTOCAST_TAKES_INDEXED_DEVICE = (2, 4)
+# The first torch whose own builds autocast on an accelerator other than CUDA: Intel XPU
+# joined torch in 2.4, MPS autocast followed in 2.5 (pytorch#99272). On older torch a
+# device string that is not CUDA is CPU or a plugin's (IPEX, Habana) device.
+AUTOCAST_BEYOND_CUDA = (2, 4)
 
 # -- dtypes and devices ----------------------------------------------------------------------------
 

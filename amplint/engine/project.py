@@ -226,10 +226,17 @@ class ProjectFacts:
     # its torch is held below native AMP (`torch==1.4.0`: only an apex of that time builds
     # there), or its install documents pin apex to a commit (unilm's `git reset --hard 1603407`).
     apex_amp_available: bool = False
+    # The newest torch the code may run on, where every bound the project declares for it
+    # caps torch (`torch==2.1.2`, `torch<2.4`); None: any newer release may run it.
+    newest_torch: TorchVersion | None = None
 
     def torch_has(self, introduced: TorchVersion) -> bool:
         """Does every torch the code must run on have an API introduced in ``introduced``?"""
         return self.target_torch is None or self.target_torch >= introduced
+
+    def torch_may_reach(self, release: TorchVersion) -> bool:
+        """May the code run on ``release`` or newer (no declared cap below it)?"""
+        return self.newest_torch is None or self.newest_torch >= release
 
     def declares_torch_from(self, release: TorchVersion) -> bool:
         """Does the project say its code runs only on ``release`` or newer? Unlike
@@ -444,12 +451,15 @@ def project_facts(
         held_back = any(_held_below(requirement, NATIVE_AMP_TORCH) for requirement in bounded) and all(
             _held_below(requirement, NATIVE_AMP_TORCH) for requirement in bounded if _has_floor(requirement)
         )
+        ceilings = [ceiling for ceiling in map(newest_admitted, bounded) if ceiling is not None]
+        newest = max(ceilings) if bounded and len(ceilings) == len(bounded) else None
     else:
         container = held_back = False
+        newest = None
     declares_amplint = any(declared.amplint for declared in declarations)
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     apex_amp = container or held_back or any(declared.apex_pinned for declared in declarations)
-    return ProjectFacts(target_torch=target, runtime_helpers=helpers, apex_amp_available=apex_amp)
+    return ProjectFacts(target_torch=target, newest_torch=newest, runtime_helpers=helpers, apex_amp_available=apex_amp)
 
 
 def _held_below(requirement: Requirement, version: TorchVersion) -> bool:

@@ -93,7 +93,11 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     anyway: a branch of a torch-version test (`if version.parse(torch.__version__) <
     version.parse("1.6"):`, `hasattr(torch.cuda, "amp")`) whose other branch uses native
     AMP, the `except ImportError:` of a native AMP import, and uses of `amp` where only
-    such a branch binds it. A branch chosen by a user option (`if args.apex:`) is flagged.
+    such a branch binds it; likewise the branch where a native-AMP availability flag is
+    false (timm's `has_native_amp`, bound to `False` and set to `True` only after code
+    that reaches `torch.cuda.amp` succeeds: `if has_native_amp: ... elif has_apex:`), and
+    an `if use_amp == "apex":` whose every `use_amp = "apex"` sits in such a branch
+    (DCNv4); an optional `from apex import amp` read only there is then silent too. A branch chosen by a user option (`if args.apex:`) is flagged.
     Nor is an import of apex.amp in a `try` whose `except ImportError:` carries on (does
     not raise) when the file never reads the names it binds (Cream's `from apex import
     amp` beside apex's DDP, with torch's DDP as the fallback): on a current apex it fails
@@ -231,6 +235,35 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         except ImportError:  # torch < 1.6
             from apex import amp
         """,
+        # apex only where a native-AMP availability flag is false (DCNv4's copy of timm).
+        """
+        import torch
+
+        try:
+            from apex import amp
+            has_apex = True
+        except ImportError:
+            has_apex = False
+
+        has_native_amp = False
+        try:
+            if getattr(torch.cuda.amp, "autocast") is not None:
+                has_native_amp = True
+        except AttributeError:
+            pass
+
+
+        def setup(model, optimizer, opt_level):
+            if has_native_amp:
+                use_amp = "native"
+            elif has_apex:
+                use_amp = "apex"
+            else:
+                use_amp = None
+            if use_amp == "apex":
+                model, optimizer = amp.initialize(model, optimizer, opt_level=opt_level)
+            return model, optimizer
+        """,
         """
         from apex.parallel import DistributedDataParallel as DDP
         model = DDP(model)
@@ -337,6 +370,55 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
             count=1,
             line=2, column=5, message="`apex.amp` no longer exists in current apex",
         ),
+        # A user option can choose apex on any torch (timm's `--apex-amp`).
+        Invalid(
+            """
+            import torch
+
+            try:
+                from apex import amp
+                has_apex = True
+            except ImportError:
+                has_apex = False
+
+            has_native_amp = False
+            try:
+                if getattr(torch.cuda.amp, "autocast") is not None:
+                    has_native_amp = True
+            except AttributeError:
+                pass
+
+
+            def setup(args, model, optimizer):
+                use_amp = None
+                if args.apex_amp and has_apex:
+                    use_amp = "apex"
+                elif has_native_amp:
+                    use_amp = "native"
+                if use_amp == "apex":
+                    model, optimizer = amp.initialize(model, optimizer)
+                return model, optimizer
+            """,
+            count=2,
+            line=4, column=5, message="`apex.amp` no longer exists in current apex",
+        ),
+        # A flag set without testing for native AMP says nothing about the torch.
+        Invalid(
+            """
+            try:
+                from apex import amp
+                has_apex = True
+            except ImportError:
+                has_apex = False
+            has_native_amp = False
+            if torch_ok():
+                has_native_amp = True
+            if not has_native_amp and has_apex:
+                model = amp.initialize(model)
+            """,
+            count=2,
+            line=2, column=5, message="`apex.amp` no longer exists in current apex",
+        ),
     )
 
     def __init__(self, context: RuleContext) -> None:
@@ -431,7 +513,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     def _unused_optional_import(self, node: cst.CSTNode) -> bool:
         """An import of apex.amp in a ``try`` whose ``except ImportError`` carries on, and
         whose names the file never reads (Cream's ``from apex import amp`` beside apex's
-        DDP): on a current apex it fails quietly and changes nothing."""
+        DDP), or reads only where torch has no native AMP (DCNv4): on a current apex it
+        fails quietly and changes nothing."""
         if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
             return False
         if not self._in_quiet_import_guard(node):
@@ -440,8 +523,11 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         for alias in node.names:
             bound = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
             imported = bindings.imports_of(node, bound)
-            if not imported or any(binding.references for binding in imported):
+            if not imported:
                 return False
+            for binding in imported:
+                if any(not self._in_old_torch_branch(access.node) for access in binding.references):
+                    return False
         return True
 
     def _in_quiet_import_guard(self, node: cst.CSTNode) -> bool:
@@ -473,16 +559,83 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         imports = [b for b in self.context.analysis.bindings.of(root) if isinstance(b, ImportAssignment)]
         return bool(imports) and all(self._in_old_torch_branch(binding.node) for binding in imports)
 
-    def _in_old_torch_branch(self, node: cst.CSTNode) -> bool:
+    def _in_old_torch_branch(self, node: cst.CSTNode, depth: int = 0) -> bool:
         analysis = self.context.analysis
         for child, ancestor in analysis.tree.ancestry(node):
             if isinstance(ancestor, cst.Try) and child in ancestor.handlers and analysis.compat.uses(ancestor.body, _is_native_amp):
                 return True
-            if isinstance(ancestor, cst.If) and VERSION_TEST.search(self.context.module.code_for_node(ancestor.test)):
+            if not isinstance(ancestor, cst.If) or child is ancestor.test:
+                continue
+            if VERSION_TEST.search(self.context.module.code_for_node(ancestor.test)):
                 sibling = ancestor.orelse if child is ancestor.body else ancestor.body if child is ancestor.orelse else None
                 if sibling is not None and analysis.compat.uses(sibling, _is_native_amp):
                     return True
+            if self._branch_without_native_amp(ancestor.test, taken=child is ancestor.body):
+                return True
+            if depth < 2 and child is ancestor.body and self._chosen_only_without_native_amp(ancestor.test, depth):
+                return True
         return False
+
+    def _branch_without_native_amp(self, test: cst.BaseExpression, *, taken: bool) -> bool:
+        """Is the branch of ``if <test>:`` that runs when the test is ``taken`` the one
+        where a native-AMP availability flag is false (timm's ``has_native_amp``, set by
+        ``getattr(torch.cuda.amp, "autocast")``): ``if has_native_amp: ... else:`` or
+        ``if not has_native_amp:``?"""
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        if negated:
+            test = cst.ensure_type(test, cst.UnaryOperation).expression
+        return isinstance(test, cst.Name) and taken == negated and self._native_amp_flag(test)
+
+    def _native_amp_flag(self, flag: cst.Name) -> bool:
+        """Is ``flag`` bound only to ``False`` and, where code that reaches native AMP
+        succeeds, to ``True``?"""
+        analysis = self.context.analysis
+        assignments = analysis.bindings.assignments(flag)
+        if not assignments or len(assignments) != len(analysis.bindings.of(flag)):
+            return False
+        proven = False
+        for binding in assignments:
+            value = analysis.bindings.value_of_binding(binding)
+            if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
+                return False
+            if value.value == "True":
+                if not self._after_native_amp(binding.node):
+                    return False
+                proven = True
+        return proven
+
+    def _after_native_amp(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in a ``try`` body or an ``if`` body that uses native AMP?"""
+        analysis = self.context.analysis
+        for child, ancestor in analysis.tree.ancestry(node):
+            if isinstance(ancestor, cst.Try) and child is ancestor.body and analysis.compat.uses(ancestor.body, _is_native_amp):
+                return True
+            if isinstance(ancestor, cst.If) and child is ancestor.body and analysis.compat.uses(ancestor.test, _is_native_amp):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
+
+    def _chosen_only_without_native_amp(self, test: cst.BaseExpression, depth: int) -> bool:
+        """``if use_amp == "apex":`` where every binding of ``use_amp`` to ``"apex"`` is
+        itself in a branch that runs only without native AMP (DCNv4's copy of timm)."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        if not isinstance(test.comparisons[0].operator, cst.Equal):
+            return False
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(left, cst.SimpleString):
+            left, right = right, left
+        if not isinstance(left, cst.Name) or not isinstance(right, cst.SimpleString):
+            return False
+        chosen = right.evaluated_value
+        bindings = self.context.analysis.bindings
+        choosing = [
+            binding
+            for binding in bindings.assignments(left)
+            if isinstance(value := bindings.value_of_binding(binding), cst.SimpleString) and value.evaluated_value == chosen
+        ]
+        return bool(choosing) and all(self._in_old_torch_branch(binding.node, depth + 1) for binding in choosing)
 
     def _message(self, use: _Use) -> str:
         if use.member is None:

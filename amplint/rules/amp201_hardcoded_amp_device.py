@@ -4,6 +4,7 @@ import libcst as cst
 
 from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, string_literal
 from amplint.analysis.torch_api import (
+    AUTOCAST_BEYOND_CUDA,
     AUTOCAST_ORDER,
     AUTOCAST_TAKES_INDEXED_DEVICE,
     GRAD_SCALER_ORDER,
@@ -60,7 +61,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       `"cpu"` strings and the file cannot rebind it at run time: the mapping is then exact;
       this page's extension, from round AC; likewise a `self.device` that every assignment
       in its class sets to such strings, where the file sets no other object's `.device`:
-      gptcore, round AN), whose value
+      gptcore, round AN; nor where every torch bound the project declares caps torch
+      below 2.4, `torch==2.1.2`: torch's own builds autocast only on CUDA and CPU there,
+      XPU joining in 2.4 and MPS autocast in 2.5, so `"cpu"` is all another device could
+      get; Adam-mini and Sophia, rounds AN and AO; both this page's decisions), whose value
       feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
       or the test that chooses between autocast and no autocast, directly or through
       the one name it is assigned to (a device for a
@@ -1685,6 +1689,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return  # a device for something else (a torch.Generator, a tensor): not AMP code
         if self._only_cuda_or_cpu(subject):
             return  # nothing else reaches the test, so it maps every device exactly
+        if not self.context.project.torch_may_reach(AUTOCAST_BEYOND_CUDA):
+            return  # the declared torch autocasts only on CUDA and CPU: "cpu" is all the rest can get
         text = self.context.module.code_for_node(subject)
         message = (
             f'`{self.context.module.code_for_node(node)}` maps every non-CUDA device (mps, xpu, ...) to "cpu"; '

@@ -85,7 +85,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     word, this page accepts the negation too), a scaler built under a flag named for bfloat16 when
     every autocast that flag enables in the file is float16 (V-JEPA's evals open
     `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the name lies, the scaler is
-    right; a decision of this page), bfloat16 weights cast for evaluation (under
+    right; a decision of this page), an autocast that picks bfloat16 only where its own
+    `enabled=` turns it off (`dtype=torch.float16 if use_amp else torch.bfloat16` beside
+    `enabled=use_amp`: auralflow; a decision of this page), bfloat16 weights cast for evaluation (under
     `no_grad` or in a function named for evaluation), and scalers that reach the
     autocast's code some other way (passed as an argument; amplint cannot see how they
     meet).
@@ -332,8 +334,39 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 scaler.step(optimizer)
                 scaler.update()
         """,
+        # auralflow: bfloat16 is chosen only where `enabled=` turns the autocast off.
+        """
+        import torch
+
+        def train(model, loader, optimizer, use_amp):
+            scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+            for x, y in loader:
+                with torch.autocast("cuda", enabled=use_amp, dtype=torch.float16 if use_amp else torch.bfloat16):
+                    loss = model(x, y)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """,
     )
     INVALID = (
+        # The same choice under a different switch: bfloat16 runs with the scaler on.
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, use_amp, fast):
+                scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+                for x, y in loader:
+                    with torch.autocast("cuda", enabled=use_amp, dtype=torch.float16 if fast else torch.bfloat16):
+                        loss = model(x, y)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+            """,
+            unsafe=False,
+            count=1,
+            line=4, column=14, message="GradScaler is enabled although autocast may run in bfloat16",
+        ),
         # Person_reID: the dtype is bound only under `if fp16: ... elif bf16: ...`, so
         # `enabled=dtype16 == torch.float16` would raise NameError on a float32 run: no fix.
         Invalid(
@@ -687,7 +720,23 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         uses += [use for use in self._built_contexts(region) if not use.disabled and not use.method]
         if any(use.dtypes is None for use in uses):
             return []
-        return [use for use in uses if use.dtypes is not None and "bfloat16" in use.dtypes]
+        return [use for use in uses if use.dtypes is not None and "bfloat16" in use.dtypes and not self._bfloat16_only_disabled(use)]
+
+    def _bfloat16_only_disabled(self, use: AutocastUse) -> bool:
+        """Is bfloat16 chosen only where the autocast is off: ``dtype=torch.float16 if
+        use_amp else torch.bfloat16`` beside ``enabled=use_amp`` (auralflow)?"""
+        chooser, enabled = use.dtype_expr, use.enabled_expr
+        if not isinstance(chooser, cst.IfExp) or enabled is None:
+            return False
+        values = self.context.analysis.values
+        when_true, when_false = values.dtype_values(chooser.body), values.dtype_values(chooser.orelse)
+        if when_true is None or when_false is None:
+            return False
+        code = self.context.module.code_for_node
+        if "bfloat16" not in when_true and code(enabled) == code(chooser.test):
+            return True  # bfloat16 only where the test, and so `enabled=`, is false
+        negated = isinstance(enabled, cst.UnaryOperation) and isinstance(enabled.operator, cst.Not)
+        return negated and "bfloat16" not in when_false and code(cst.ensure_type(enabled, cst.UnaryOperation).expression) == code(chooser.test)
 
     def _built_contexts(self, region: cst.CSTNode) -> list[AutocastUse]:
         analysis = self.context.analysis

@@ -457,3 +457,35 @@ class LightningModel:
 def test_a_self_device_bound_only_to_cuda_or_cpu_is_mapped_exactly(extra: str, reported: bool) -> None:
     source = SELF_DEVICE_STRING_MATCHED.format(extra=extra)
     assert _rows(source) == ([("AMP201", 9)] if reported else [])
+
+
+DEVICE_STRING_TEST = """\
+import torch
+
+def train(model, x, device):
+    device_type = 'cuda' if 'cuda' in device else 'cpu'
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        return model(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("newest", "reported"),
+    [
+        # Sophia and Adam-mini run torch 2.1: its own builds autocast on CUDA and CPU only
+        # (MPS autocast came in 2.5, XPU joined torch in 2.4), so "cpu" loses nothing.
+        ((2, 1), False),
+        ((2, 3), False),
+        ((2, 4), True),
+        ((2, 5), True),
+        (None, True),
+    ],
+)
+def test_a_device_string_test_is_reported_only_where_torch_may_autocast_elsewhere(
+    newest: tuple[int, int] | None, reported: bool
+) -> None:
+    from amplint.engine.project import ProjectFacts
+
+    found = check_source(DEVICE_STRING_TEST, "train.py", select=["AMP201"], project=ProjectFacts(newest_torch=newest))
+    assert [(d.code, d.location.row) for d in found] == ([("AMP201", 4)] if reported else [])
+
