@@ -414,6 +414,12 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "Python 3.7+ and PyTorch are needed.\n"}, None),
         ({"README.md": "Python >= 3.7\n"}, None),
         ({"README.md": "Install Python 3.8\n"}, None),
+        # OpenCOOD's conda environment: `python==3.7.11`, and no torch bound anywhere.
+        ({"environment.yml": "name: x\ndependencies:\n  - pip==21.1.2\n  - python==3.7.11\n  - pip:\n    - numpy\n"}, (1, 13)),
+        ({"environment.yml": "dependencies:\n  - python>=3.7\n"}, None),
+        ({"environment.yml": "dependencies:\n  - python=3.10\n"}, None),
+        # CellViT: the operator in parentheses after the name.
+        ({"README.md": "4. Install torch (>=2.0) for your system.\n"}, (2, 0)),
         # suncet's requirements list.
         ({"README.md": "## Requirements\n* Python 3.8\n* PyTorch install 1.7.1\n"}, (1, 7)),
         # facechain's verified environments write the release glued to the name.
@@ -875,6 +881,15 @@ def train(model, optimizer, loader):
         ({"README.md": "git clone https://github.com/x/y\ngit checkout 1603407bf49c\n"}, False),
         # A file that bounds torch is nearer than the container a document names.
         ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:19.05-py3\n", "requirements.txt": "torch>=1.8\n"}, False),
+        # REFERS' exported conda environment: apex pinned beside an exact torch 1.7.
+        (
+            {"environment.yml": "dependencies:\n  - pytorch=1.7.0=py3.6_cuda10.1.243_cudnn7.6.3_0\n  - pip:\n    - apex==0.1\n    - torch==1.7.0\n"},
+            True,
+        ),
+        ({"requirements.txt": "apex==0.1\ntorch==1.12.1\n"}, True),
+        # Beside a current torch, or a torch floor, an apex pin says nothing of its age.
+        ({"requirements.txt": "apex==0.1\ntorch==2.5.1\n"}, False),
+        ({"requirements.txt": "apex==0.1\ntorch>=1.7\n"}, False),
     ],
 )
 def test_apex_amp_is_not_reported_where_the_projects_apex_still_has_it(

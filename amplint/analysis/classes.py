@@ -122,7 +122,10 @@ class Classes:
             if not returned or any(value is None for value in returned):
                 return None
             return [value for value in returned if value is not None]
-        if any(member.value is None for member in members):
+        # `self.device: str` in a method only annotates (CellViT-plus-plus declares it, then
+        # sets `self.device = f"cuda:{gpu}"`); a class-body field may be filled by the caller.
+        members = [m for m in members if not (m.declaration and isinstance(m.target, cst.Attribute))]
+        if not members or any(member.value is None for member in members):
             return None
         return [member.value for member in members if member.value is not None]
 

@@ -777,6 +777,40 @@ class DeviceAnalysis:
             or self._enclosing_requires_cuda(scope)
         )
 
+    def queries_cuda_state(self, node: cst.CSTNode) -> bool:
+        """Does the function (or module) running ``node`` call, on any branch and outside
+        any device test, a CUDA state function that raises without CUDA
+        (``torch.cuda.synchronize()`` in nanoGPT's ``bench.py`` timing loop)? Its author
+        writes for CUDA: a device string there is ``"cuda"`` or ``"cpu"``."""
+        scope = self.tree.scope_of(node)
+        return any(
+            self.tree.scope_of(call) is scope
+            and self.names.resolve(call.func) in CUDA_STATE_CALLS
+            and not self.in_device_condition(call)
+            for call in self.tree.index.calls
+        )
+
+    def block_binds_cuda_device(self, node: cst.CSTNode) -> bool:
+        """Does the block that runs ``node`` also bind a device variable to a CUDA device
+        (VideoTuna's sequence-parallel branch calls ``dist.init_process_group("nccl")``,
+        then sets ``device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")``)? That block
+        is the code's CUDA path."""
+        block = self.tree.running_block(node)
+        statements = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+        for statement in statements:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value in DEVICE_NAMES
+                    and is_cuda_value(self.names, self.bindings, small.value)
+                ):
+                    return True
+        return False
+
     def _enclosing_requires_cuda(self, scope: ScopeNode) -> bool:
         """Is ``scope`` a closure whose enclosing function requires CUDA whenever it defines
         it (instruct-pix2pix's ``main`` calls ``model.eval().cuda()``, then defines the

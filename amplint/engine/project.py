@@ -96,7 +96,8 @@ _DOCUMENT_OPERATORS = {"=": "==", "-": "==", "\u2265": ">="}
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    # ... also in parentheses (CellViT's "Install torch (>=2.0) for your system").
+    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*(?:\(\s*)?-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 # `conda install pytorch torchvision cudatoolkit=11.3 -c pytorch`: the pytorch channel built
@@ -356,6 +357,7 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
         # "Pytorch>=1.8.0": ConvNeXt-V2, FastViT; "Torch==1.11" beside EfficientFormer's
         # bare requirement).
         torch.extend(_documented_torch(root))
+        torch.extend(_conda_python_implied(root))
     return Declared(tuple(torch), amplint, _pins_apex(root))
 
 
@@ -782,16 +784,36 @@ def _requirement_strings(root: Path) -> Iterator[str]:
     yield from _cog(root / "cog.yaml")
 
 
+# A frozen environment (`conda env export`, `pip freeze`) that pins apex beside an exact torch
+# older than 2.4 (REFERS' environment.yml: `pytorch=1.7.0=py3.6_cuda10.1...` and pip's
+# `apex==0.1`): its apex was built when that torch was current, long before apex.amp was
+# removed in 2025.
+_APEX_EXACT = re.compile(r"^\s*(?:-\s*)?apex\s*==\s*[0-9]", re.IGNORECASE | re.MULTILINE)
+_TORCH_EXACT = re.compile(r"^\s*(?:-\s*)?(?:py)?torch\s*==?\s*([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:[=+\s]|$)", re.IGNORECASE | re.MULTILINE)
+_APEX_FROZEN_BEFORE = (2, 4)
+
+
+def _frozen_with_old_apex(text: str) -> bool:
+    if not _APEX_EXACT.search(text):
+        return False
+    pins = [parse_torch_version(version) for version in _TORCH_EXACT.findall(text)]
+    return bool(pins) and all(pin is not None and pin < _APEX_FROZEN_BEFORE for pin in pins)
+
+
 def _pins_apex(root: Path) -> bool:
     """Does one of the folder's install documents or declaration files install NVIDIA apex
     at a fixed commit (``apex/tree/<sha>``, ``apex.git@<sha>``: hysts' requirements.txt has
     ``git+https://github.com/NVIDIA/apex.git@02a3387...``; or ``git checkout``/``git reset
-    --hard <sha>`` just after apex is cloned)?"""
-    for path in [*_install_documents(root), *_declaration_files(root)]:
+    --hard <sha>`` just after apex is cloned), or a frozen environment file pins apex beside
+    an exact torch older than 2.4?"""
+    declarations = set(_declaration_files(root))
+    for path in [*_install_documents(root), *declarations]:
         text = _read(path)
         if text is None or "apex" not in text.lower():
             continue
         if _APEX_AT_COMMIT.search(text) or _APEX_FORK.search(text):
+            return True
+        if path in declarations and _frozen_with_old_apex(text):
             return True
         for found in _GIT_AT_COMMIT.finditer(text):
             if "apex" in text[max(0, found.start() - 300) : found.start()].lower():
@@ -1009,6 +1031,24 @@ def _conda_environment(path: Path) -> Iterator[str]:
             yield f"torch<={_PYTORCH_CUDA_NEWEST[cuda_build.group(1)]}"
         elif _looks_like_requirement(item):
             yield item
+
+
+# A conda environment's own Python, when no newer than 3.7 (OpenCOOD's `- python==3.7.11`).
+_CONDA_OLD_PYTHON = re.compile(r"^-\s*['\"]?python\s*(?:==?|<=)\s*3\.[0-7](?:\.[0-9]+)?['\"]?\s*$")
+
+
+def _conda_python_implied(root: Path) -> Iterator[Requirement]:
+    """The newest torch the Python of a folder's conda environment file can run, when that
+    Python is 3.7 or older: torch 1.13 was the last release for it. Read only where nothing
+    of the folder bounds torch itself."""
+    for pattern in _CONDA_FILES:
+        for path in sorted(root.glob(pattern)):
+            text = _read(path)
+            if text is None or not any(line.rstrip() == "dependencies:" for line in text.splitlines()):
+                continue
+            if any(_CONDA_OLD_PYTHON.match(line.split(" #", 1)[0].strip()) for line in text.splitlines()):
+                yield PythonImpliedTorch("torch<=1.13")
+                return
 
 
 def _cog(path: Path) -> Iterator[str]:

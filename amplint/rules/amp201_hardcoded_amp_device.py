@@ -64,7 +64,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       gptcore, round AN; nor where every torch bound the project declares caps torch
       below 2.4, `torch==2.1.2`: torch's own builds autocast only on CUDA and CPU there,
       XPU joining in 2.4 and MPS autocast in 2.5, so `"cpu"` is all another device could
-      get; Adam-mini and Sophia, rounds AN and AO; both this page's decisions), whose value
+      get; Adam-mini and Sophia, rounds AN and AO; nor in a function or module-level code
+      that calls, outside any device test and on any branch, a CUDA state function that
+      raises without CUDA, `torch.cuda.synchronize()` in nanoGPT's `bench.py`: it is
+      written for CUDA, and its device is `"cuda"` or `"cpu"`; round AP; all this page's
+      decisions), whose value
       feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
       or the test that chooses between autocast and no autocast, directly or through
       the one name it is assigned to (a device for a
@@ -159,7 +163,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
     call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
-    `DistributedDataParallel` given `device_ids=`, before or after the call), when another
+    `DistributedDataParallel` given `device_ids=`, before or after the call), when the
+    block that runs the call also binds a device variable to a CUDA device (VideoTuna's
+    sequence-parallel branch sets `device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")`
+    after `init_process_group("nccl")`; this page's decision, from round AP), when another
     method of its class requires CUDA that way under the very test that is one of the
     `and`-parts of the call's own `if` (VoxCPM's `Accelerator` initialises NCCL under `if
     self.world_size > 1 and not dist.is_initialized():` and wraps the model in DDP with
@@ -635,6 +642,51 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             else:
                 sys.exit(1)
             dist.init_process_group(backend='nccl')
+        """,
+        # `self.device: str` only annotates; every value the class gives it is CUDA
+        # (CellViT-plus-plus's inference classes).
+        """
+        import torch
+
+        class Inference:
+            def __init__(self, gpu: int) -> None:
+                self.device: str
+                self.device = f"cuda:{gpu}"
+
+            def run(self, model, x):
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    return model(x.to(self.device))
+        """,
+        # (d) in the branch that then sets a CUDA device: that branch is the CUDA path.
+        """
+        import os
+        import torch
+        import torch.distributed as dist
+
+        def setup(args, device=None):
+            if args.ulysses_degree > 1:
+                dist.init_process_group("nccl")
+                device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")
+            elif device is None:
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            return device
+        """,
+        # (b) in a benchmark that synchronizes CUDA on its timing path (nanoGPT's bench.py).
+        """
+        import torch
+        from contextlib import nullcontext
+        device = 'cuda'  # examples: 'cpu', 'cuda', 'cuda:0'
+        profile = False
+        device_type = 'cuda' if 'cuda' in device else 'cpu'
+        ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+        if profile:
+            with ctx:
+                y = model(x)
+        else:
+            torch.cuda.synchronize()
+            with ctx:
+                y = model(x)
+            torch.cuda.synchronize()
         """,
         # (b) is about AMP code: a Generator's device, or a value not passed to AMP.
         """
@@ -1633,6 +1685,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         if (
             devices.requires_cuda(node)
+            or devices.block_binds_cuda_device(node)
             or devices.callers_require_cuda(node)
             or devices.sibling_requires_cuda_on_same_test(node)
             or not devices.runs_elsewhere
@@ -1691,6 +1744,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return  # nothing else reaches the test, so it maps every device exactly
         if not self.context.project.torch_may_reach(AUTOCAST_BEYOND_CUDA):
             return  # the declared torch autocasts only on CUDA and CPU: "cpu" is all the rest can get
+        if self.context.analysis.devices.queries_cuda_state(node):
+            return  # code written for CUDA (a benchmark that synchronizes it): no other device reaches the test
         text = self.context.module.code_for_node(subject)
         message = (
             f'`{self.context.module.code_for_node(node)}` maps every non-CUDA device (mps, xpu, ...) to "cpu"; '

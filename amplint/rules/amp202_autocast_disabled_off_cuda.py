@@ -4,7 +4,12 @@ import libcst as cst
 
 from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.syntax import call_arguments
-from amplint.analysis.torch_api import AUTOCAST_ORDER, DEPRECATED_AUTOCAST_ORDER, RUNTIME_TORCH
+from amplint.analysis.torch_api import (
+    AUTOCAST_ORDER,
+    CPU_AUTOCAST_TAKES_FLOAT16,
+    DEPRECATED_AUTOCAST_ORDER,
+    RUNTIME_TORCH,
+)
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.calls import has_comment, source_of
@@ -69,8 +74,14 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     EfficientAT's `evaluate`), and files that say it out loud by choosing
     float32 with the same test on the same side (`weight_dtype = torch.bfloat16 if device
     == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose).
-    RULES.md names only the not-a-device-test silence; the evaluation and said-out-loud
-    silences are amplint's decisions, from rounds AE and AF.
+    Nor code written for CUDA, whose function (or module-level code) calls a CUDA state
+    function that raises without CUDA outside any device test, on any branch
+    (`torch.cuda.synchronize()` in nanoGPT's `bench.py` timing loop); nor a float16
+    region where every torch bound the project declares caps torch below 2.2
+    (tiny-universe's `torch==2.0.1`): CPU autocast took only bfloat16 there and MPS and
+    XPU had none in torch itself, so no device loses an autocast.
+    RULES.md names only the not-a-device-test silence; the evaluation, said-out-loud,
+    CUDA-state and old-torch silences are amplint's decisions, from rounds AE, AF and AP.
 
     This rule is off by default: training in float32 off CUDA is sometimes deliberate.
     Select it with `--select AMP202` to find the places where it is not said out loud.
@@ -122,7 +133,8 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     `<device>` is the expression the test examines (`device` in `device.type == "cuda"`,
     `device_type` in `device_type == "cpu"`), else the autocast's own non-literal device,
     else the scope's device variable; with none of these it is left out and the runtime
-    uses the machine's default device. A `nullcontext` import left unused is not removed
+    uses the machine's default device; a dtype a configurator may set (`exec(open(...).read())`,
+    nanoRWKV's float32 configs) is kept even when its default probes CUDA. A `nullcontext` import left unused is not removed
     (Ruff's F401 does that).
     """
 
@@ -215,8 +227,47 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         ctx = torch.autocast(device_type)
         loss.backward()
         """,
+        # A benchmark that synchronizes CUDA on its timing path runs nowhere else
+        # (nanoGPT's bench.py, copied by nanoRWKV and Adam-mini).
+        """
+        import torch
+        from contextlib import nullcontext
+        device = 'cuda'
+        profile = False
+        device_type = 'cuda' if 'cuda' in device else 'cpu'
+        ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+        if profile:
+            with ctx:
+                loss = model(x)
+        else:
+            torch.cuda.synchronize()
+            with ctx:
+                loss = model(x)
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+        """,
     )
     INVALID = (
+        # A configurator may set the dtype (nanoRWKV's eval configs choose float32 because
+        # "fp16 would overflow"): the fix keeps it.
+        Invalid(
+            """
+              import torch
+              from contextlib import nullcontext
+            + import amplint.runtime
+              device = 'cuda'
+              dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
+              exec(open('configurator.py').read())
+              ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]
+              device_type = 'cuda' if 'cuda' in device else 'cpu'
+            - ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+            + ctx = amplint.runtime.autocast(device_type, dtype=ptdtype)
+              loss.backward()
+            """,
+            unsafe=True,
+            line=8, column=7, message="use `amplint.runtime.autocast(device, dtype=...)`",
+        ),
         # nanoGPT's dtype probes CUDA: the runtime chooses per device instead.
         Invalid(
             """
@@ -294,6 +345,10 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         if self._float32_chosen_alike(node):
             return
         call, use = autocast_branch
+        if devices.queries_cuda_state(node):
+            return  # code written for CUDA (a benchmark that synchronizes it): it runs nowhere else
+        if self._nothing_to_lose_off_cuda(use):
+            return
         message = (
             "Autocast is replaced by `nullcontext()` off CUDA, so CPU/MPS/XPU runs train in float32 "
             "without saying so; use `amplint.runtime.autocast(device, dtype=...)`, which picks each "
@@ -319,6 +374,16 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             if self.qualified_name(chosen) in ("torch.float32", "torch.float"):
                 return True
         return False
+
+    def _nothing_to_lose_off_cuda(self, use: AutocastUse) -> bool:
+        """Would no other device autocast this region on the torch the project declares?
+        Capped below 2.2, with float16 (tiny-universe's `torch==2.0.1`): CPU autocast took
+        only bfloat16 there and MPS and XPU had none in torch itself."""
+        if self.context.project.torch_may_reach(CPU_AUTOCAST_TAKES_FLOAT16):
+            return False
+        if use.dtypes is not None and use.dtypes == frozenset({"float16"}):
+            return True
+        return use.dtype_expr is None and use.device_types == frozenset({"cuda"})  # CUDA's default: float16
 
     def _is_nullcontext(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == NULLCONTEXT
@@ -372,8 +437,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             device = devices.expression_at(node)
         parts = [device] if device is not None else []
         dtype = arguments.get("dtype")
-        if dtype is not None and self._chosen_for_cuda(dtype):
+        if dtype is not None and self._chosen_for_cuda(dtype) and not devices.rebinds_globals:
             pass  # a dtype picked by probing the CUDA device: the runtime picks per device
+            # (unless a configurator may set it: nanoRWKV's configs choose float32 on purpose)
         elif dtype is not None:
             parts.append(f"dtype={code(dtype)}")
         elif use.device_types == frozenset({"cuda"}):

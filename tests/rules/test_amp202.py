@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from amplint.api import fix_text
+from amplint.api import check_source, fix_text
 from amplint.engine.rule import Invalid
 from amplint.rules.amp202_autocast_disabled_off_cuda import AutocastDisabledOffCuda
 from rules.examples import (
@@ -106,3 +106,40 @@ def test_the_fixed_nanogpt_context_autocasts_on_cpu(torch: ModuleType) -> None:
         exec(compile(code, "train.py", "exec"), {"model": model, "x": None, "__name__": "train"})
         assert seen[0][0] is expected
     assert seen[0][1] == torch.bfloat16
+
+
+FLOAT16_OFF_CUDA = """\
+import torch
+from contextlib import nullcontext
+
+def train(model, x, optimizer, device_type):
+    ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=DTYPE)
+    with ctx:
+        loss = model(x)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("dtype", "newest", "reported"),
+    [
+        # tiny-universe pins torch 2.0.1: CPU autocast there took only bfloat16, and MPS and
+        # XPU had no autocast in torch, so a float16 region loses nothing off CUDA.
+        ("torch.float16", (2, 0), False),
+        ("torch.float16", (2, 1), False),
+        ("torch.float16", (2, 2), True),
+        ("torch.float16", None, True),
+        # bfloat16 runs under CPU autocast on every torch with it (Sophia's torch 2.1).
+        ("torch.bfloat16", (2, 1), True),
+    ],
+)
+def test_a_float16_region_is_reported_only_where_another_device_could_autocast_it(
+    dtype: str, newest: tuple[int, int] | None, reported: bool
+) -> None:
+    from amplint.engine.project import ProjectFacts
+
+    found = check_source(
+        FLOAT16_OFF_CUDA.replace("DTYPE", dtype), "train.py", select=["AMP202"], project=ProjectFacts(newest_torch=newest)
+    )
+    assert [(d.code, d.location.row) for d in found] == ([("AMP202", 5)] if reported else [])
