@@ -604,3 +604,33 @@ def test_a_star_imported_module_that_never_names_the_function_is_not_summarized(
     summarized.clear()
     assert [c for c, _, _ in _check(root, "lib/train.py", "AMP104")] == ["AMP104"]
     assert "tables.py" in summarized
+
+
+OLD_TORCH_TRAIN = (
+    "import torch\nfrom util.misc import inf\n\n"
+    "def train_step(model, x):\n    with torch.cuda.amp.autocast():\n        return model(x).norm(inf)\n"
+)
+
+
+def test_code_that_imports_a_module_torch_dropped_runs_on_an_older_torch(tmp_path: Path) -> None:
+    # ssacl and MixMIM copy MAE's `from torch._six import inf`: torch 2.0 dropped torch._six,
+    # so that code runs on torch 1.x, where torch.cuda.amp is not deprecated.
+    root = _project(
+        tmp_path,
+        {
+            "util/__init__.py": "",
+            "util/misc.py": "from torch._six import inf\nimport torch\nscaler = torch.cuda.amp.GradScaler()\n",
+            "train.py": OLD_TORCH_TRAIN,
+        },
+    )
+    assert _check(root, "util/misc.py", "AMP001") == []
+    assert _check(root, "train.py", "AMP001") == []
+    # A guarded import that falls back to the new spelling runs on current torch too.
+    (root / "util/misc.py").write_text(
+        "try:\n    from torch._six import inf\nexcept ImportError:\n    from torch import inf\n", encoding="utf-8"
+    )
+    assert [code for code, _, _ in _check(root, "train.py", "AMP001")] == ["AMP001"]
+    # A module nobody imports says nothing about this file.
+    (root / "util/misc.py").write_text("from torch import inf\n", encoding="utf-8")
+    (root / "old.py").write_text("from torch._six import inf\n", encoding="utf-8")
+    assert [code for code, _, _ in _check(root, "train.py", "AMP001")] == ["AMP001"]

@@ -435,6 +435,8 @@ class DeviceAnalysis:
             return False
         if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
             return False
+        if isinstance(statement.value, cst.Integer):
+            return True  # `device = 0  # the GPU you want to use`: an index alone names a CUDA device (eomt)
         return is_cuda_value(self.names, self.bindings, statement.value)
 
     def has_variable(self, node: cst.CSTNode) -> bool:

@@ -34,6 +34,7 @@ from amplint.analysis.devices import DeviceAnalysis
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import last_name
+from amplint.analysis.torch_api import REMOVED_TORCH_MODULES
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
@@ -133,7 +134,51 @@ class ProjectAnalysis:
             "scaler_makers": self.scaler_makers.defined,
             "members": self.values.class_members,
             "device_gated": self.devices.device_gated,
+            "torch_before": self._own_torch_ceiling,
         }
+
+    @functools.cached_property
+    def _own_torch_ceiling(self) -> list[int] | None:
+        """The release before which every torch this file runs on lies, when it imports a
+        module torch has since dropped, unguarded (``from torch._six import inf``, not in a
+        ``try`` whose ``except ImportError`` falls back)."""
+        ceiling: tuple[int, int] | None = None
+        for statement in self.tree.index.imports:
+            if self._guarded_import(statement):
+                continue
+            for module in _imported_modules(statement):
+                dropped = REMOVED_TORCH_MODULES.get(module)
+                if dropped is not None and (ceiling is None or dropped < ceiling):
+                    ceiling = dropped
+        return list(ceiling) if ceiling is not None else None
+
+    def _guarded_import(self, statement: cst.Import | cst.ImportFrom) -> bool:
+        for child, ancestor in self.tree.ancestry(statement):
+            if isinstance(ancestor, cst.Try) and child is ancestor.body:
+                return bool(ancestor.handlers)
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
+
+    @functools.cached_property
+    def torch_ceiling(self) -> tuple[int, int] | None:
+        """The release this file's code must run below, from its own imports or those of
+        the project modules it imports at module level (ssacl's engine imports `util.misc`,
+        which does `from torch._six import inf`): None when nothing bounds it."""
+        found = [tuple(self._own_torch_ceiling)] if self._own_torch_ceiling else []
+        for statement in self.source.module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if not isinstance(small, (cst.Import, cst.ImportFrom)):
+                    continue
+                for module, level in _imported_project_candidates(small):
+                    path = self.modules.module_path(module, self.source.path, level)
+                    summary = self._summary_of(str(path)) if path is not None else None
+                    ceiling = summary.get("torch_before") if summary is not None else None
+                    if isinstance(ceiling, list) and len(ceiling) == 2:
+                        found.append((int(ceiling[0]), int(ceiling[1])))
+        return min(found) if found else None  # type: ignore[return-value]
 
     def _returns(self, function: cst.FunctionDef) -> list[int]:
         """Where the ``return`` statements of ``function`` (not of functions inside it) start."""
@@ -322,6 +367,31 @@ class ProjectAnalysis:
         if Path(path).resolve() == Path(self.source.path).resolve():
             return self.summary
         return self.modules.summary_of(Path(path))
+
+
+def _imported_modules(statement: cst.Import | cst.ImportFrom) -> list[str]:
+    """The absolute modules an import statement names (``from torch._six import inf`` →
+    ``torch._six``; ``import torch._six`` → ``torch._six``)."""
+    if isinstance(statement, cst.Import):
+        return [cst.helpers.get_full_name_for_node(alias.name) or "" for alias in statement.names]
+    if statement.relative or statement.module is None:
+        return []
+    return [cst.helpers.get_full_name_for_node(statement.module) or ""]
+
+
+def _imported_project_candidates(statement: cst.Import | cst.ImportFrom) -> list[tuple[str, int]]:
+    """The modules an import may load, as (name, relative level): ``from util.misc import
+    x`` → ``util.misc``, and ``util.misc.x`` in case ``x`` is a submodule."""
+    if isinstance(statement, cst.Import):
+        return [(cst.helpers.get_full_name_for_node(alias.name) or "", 0) for alias in statement.names]
+    level = len(statement.relative)
+    module = cst.helpers.get_full_name_for_node(statement.module) if statement.module is not None else ""
+    found = [(module or "", level)] if module or level else []
+    if not isinstance(statement.names, cst.ImportStar):
+        for alias in statement.names:
+            name = cst.helpers.get_full_name_for_node(alias.name) or ""
+            found.append((f"{module}.{name}" if module else name, level))
+    return [(name, level) for name, level in found if name and not name.startswith("torch")]
 
 
 def _short(text: str, limit: int = 40) -> str:

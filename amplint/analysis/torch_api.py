@@ -194,6 +194,9 @@ AUTOCAST_TAKES_INDEXED_DEVICE = (2, 4)
 # joined torch in 2.4, MPS autocast followed in 2.5 (pytorch#99272). On older torch a
 # device string that is not CUDA is CPU or a plugin's (IPEX, Habana) device.
 AUTOCAST_BEYOND_CUDA = (2, 4)
+# Modules torch itself dropped, with the release that dropped them: code importing one
+# (MAE's copied `from torch._six import inf`) runs only on an older torch.
+REMOVED_TORCH_MODULES = {"torch._six": (2, 0)}
 # CPU autocast took only bfloat16 through torch 2.1 (any other dtype: "CPU Autocast only
 # supports dtype of torch.bfloat16 currently", and it disabled itself); float16 support was
 # proposed after 2.1 had branched (pytorch#112484, October 2023).

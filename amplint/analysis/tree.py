@@ -35,6 +35,7 @@ class FileIndex:
     augmented: list[cst.AugAssign] = field(default_factory=list)
     returns: list[cst.Return] = field(default_factory=list)
     yields: list[cst.Yield] = field(default_factory=list)
+    imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
 
 
 def build_index(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> FileIndex:
@@ -51,6 +52,8 @@ def build_index(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> FileIndex:
         cst.AugAssign: index.augmented,
         cst.Return: index.returns,
         cst.Yield: index.yields,
+        cst.Import: index.imports,
+        cst.ImportFrom: index.imports,
     }
     for node in parents:
         found = wanted.get(type(node))

@@ -21,7 +21,7 @@ from amplint.analysis.torch_api import (
     is_modern_amp,
     symbol,
 )
-from amplint.diagnostics import Applicability, Edit
+from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.calls import CallEdits
 from amplint.fixes.edits import combine_insertions
 from amplint.fixes.importer import Importer, bound_name
@@ -66,7 +66,12 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     different paths, and compatibility fallbacks: an `except` clause whose `try` uses
     `torch.amp`, an `if`/`else` branch whose sibling does, or code after an `if` that
     returns the `torch.amp` form (EIGN: `if hasattr(torch.amp, "GradScaler"): return
-    torch.amp.GradScaler(...)`, then `return torch.cuda.amp.GradScaler(...)`).
+    torch.amp.GradScaler(...)`, then `return torch.cuda.amp.GradScaler(...)`). Nor code
+    held to a torch older than 2.4 by what it imports: a module torch has dropped, imported
+    without an `ImportError` fallback, in the file or in a project module it imports at
+    module level (MAE's copied `from torch._six import inf` in `util/misc.py`: torch 2.0
+    dropped `torch._six`; ssacl, round AQ; this page's decision, as the target torch's
+    readings are).
 
     ## Why is this bad?
     Every call emits a `FutureWarning`, and the namespaces are slated for removal. The
@@ -130,6 +135,13 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     requires = (frozenset({"cuda", "cpu"}),)
 
     VALID = (
+        # `torch._six` went in torch 2.0: this code runs on torch 1.x (MAE's util/misc.py).
+        """
+        import torch
+        from torch._six import inf
+
+        scaler = torch.cuda.amp.GradScaler()
+        """,
         # A fallback after an early return of the replacement (EIGN).
         """
         import torch
@@ -545,6 +557,11 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         self._importer = Importer(context)
         # Code that must run on a torch older than 2.4 has nothing to migrate to yet.
         self._deprecated = context.project.torch_has(DEPRECATED_SINCE)
+
+    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: Fix | None = None) -> None:
+        if self.code_predates(DEPRECATED_SINCE):
+            return  # code held to an older torch by what it imports (ssacl's `torch._six`)
+        super().report(node, message, fix=fix)
 
     # -- traversal ------------------------------------------------------------------------
 

@@ -167,6 +167,8 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             return
         if self.context.analysis.compat.in_fallback(node, is_state_replacement):
             return
+        if self.code_predates(DEPRECATED_SINCE):
+            return  # code held to an older torch by what it imports (`torch._six`)
         new_name, device = DEPRECATED_STATE_FUNCTIONS[qualified]
         arguments = f'"{device}", ...' if new_name.startswith("set_") else f'"{device}"'
         message = f"`{qualified}()` is deprecated; use `torch.{new_name}({arguments})`"

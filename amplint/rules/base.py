@@ -23,3 +23,10 @@ class AnalysisRule(Rule[RuleContext]):
     def qualified_name(self, node: cst.CSTNode) -> str | None:
         """The imported or builtin name ``node`` denotes, when that is certain."""
         return self.context.analysis.names.resolve(node)
+
+    def code_predates(self, release: tuple[int, int]) -> bool:
+        """Does this file's code run only on a torch older than ``release``: it, or a
+        project module it imports, imports a module torch dropped by then (``torch._six``,
+        gone in 2.0)?"""
+        ceiling = self.context.analysis.project.torch_ceiling
+        return ceiling is not None and ceiling <= release
