@@ -250,7 +250,7 @@ class Values:
 
 
 def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``,
+    """``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``, ``"cuda:%d" % rank``,
     ``torch.device("cuda")``, ``torch.device("cuda", 0)``, ``torch.device(0)``, and a
     conditional of these."""
     if isinstance(expr, cst.IfExp):
@@ -263,6 +263,9 @@ def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> boo
         template = expr.func.value
         value = template.evaluated_value if isinstance(template, cst.SimpleString) else None
         return isinstance(value, str) and value.startswith("cuda:")
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, cst.SimpleString):
+        value = expr.left.evaluated_value
+        return isinstance(value, str) and value.startswith("cuda:")  # `"cuda:%d" % local_rank` (CDAE)
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] == "cuda"

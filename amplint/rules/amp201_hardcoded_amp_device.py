@@ -86,7 +86,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     = latents.shape[0], latents.device`; this page's extension, from rounds AB and AD); so is `x.device` of a
     parameter annotated `torch.Tensor`, and of a name indexed by several axes or slices
     (`x[0, ...]`, `x[:, 1:]`). A `device` bound only
-    to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, a
+    to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
     `device.startswith("cuda")`; a test of another device, a tensor's, does not count) or
@@ -642,6 +642,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             else:
                 sys.exit(1)
             dist.init_process_group(backend='nccl')
+        """,
+        # A module-level device formatted with `%` is CUDA too (CDAE's DiT probes).
+        """
+        import torch
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        device = "cuda:%d" % local_rank
+
+        def probe(model, x):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return model(x.to(device))
         """,
         # A device variable bound to a GPU index names a CUDA device (eomt's notebook).
         """

@@ -73,7 +73,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     `torch.no_grad()`/`torch.inference_mode()` or in a function named for evaluation:
     EfficientAT's `evaluate`), and files that say it out loud by choosing
     float32 with the same test on the same side (`weight_dtype = torch.bfloat16 if device
-    == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose).
+    == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose),
+    or pick the `"float32"` entry of a dtype table by a device test (`{...}[dtype if
+    DEVICE.type == "cuda" else "float32"]`: train-llm-from-scratch, round AR).
     Nor code written for CUDA, whose function (or module-level code) calls a CUDA state
     function that raises without CUDA outside any device test, on any branch
     (`torch.cuda.synchronize()` in nanoGPT's `bench.py` timing loop); nor a float16
@@ -227,6 +229,19 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         ctx = torch.autocast(device_type)
         loss.backward()
         """,
+        # float32 off CUDA picked out loud from a dtype table (train-llm-from-scratch).
+        """
+        import torch
+        from contextlib import nullcontext
+
+        DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        DTYPE = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+        PTDTYPE = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[DTYPE if DEVICE.type == "cuda" else "float32"]
+        ctx = nullcontext() if DEVICE.type == "cpu" else torch.amp.autocast(device_type=DEVICE.type, dtype=PTDTYPE)
+        with ctx:
+            loss = model(x)
+        loss.backward()
+        """,
         # A benchmark that synchronizes CUDA on its timing path runs nowhere else
         # (nanoGPT's bench.py, copied by nanoRWKV and Adam-mini).
         """
@@ -372,6 +387,21 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
                 continue
             chosen = value.orelse if dropped_on_false else value.body
             if self.qualified_name(chosen) in ("torch.float32", "torch.float"):
+                return True
+        return self._float32_key_by_device()
+
+    def _float32_key_by_device(self) -> bool:
+        """Does the file pick the float32 entry of a dtype table by a device test
+        (`PTDTYPE = {...}[DTYPE_STR if DEVICE.type == 'cuda' else 'float32']`,
+        train-llm-from-scratch)? Float32 off CUDA is then its stated choice."""
+        devices = self.context.analysis.devices
+        for node in self.context.analysis.tree.parents:
+            if not isinstance(node, cst.SubscriptElement) or not isinstance(node.slice, cst.Index):
+                continue
+            key = node.slice.value
+            if not isinstance(key, cst.IfExp) or not devices.is_device_test(key.test):
+                continue
+            if any(isinstance(side, cst.SimpleString) and side.evaluated_value in ("float32", "fp32") for side in (key.body, key.orelse)):
                 return True
         return False
 

@@ -85,7 +85,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     word, this page accepts the negation too), a scaler built under a flag named for bfloat16 when
     every autocast that flag enables in the file is float16 (V-JEPA's evals open
     `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the name lies, the scaler is
-    right; a decision of this page), an autocast that picks bfloat16 only where its own
+    right; a decision of this page), a scaler bound to a local name that is only
+    checkpointed (`state_dict()`/`load_state_dict()`), never used to scale (Wuerstchen; a
+    decision of this page), an autocast that picks bfloat16 only where its own
     `enabled=` turns it off (`dtype=torch.float16 if use_amp else torch.bfloat16` beside
     `enabled=use_amp`: auralflow; a decision of this page), bfloat16 weights cast for evaluation (under
     `no_grad` or in a function named for evaluation), and scalers that reach the
@@ -333,6 +335,21 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
+        """,
+        # Wuerstchen: the scaler is only checkpointed, never used to scale a loss.
+        """
+        import torch
+
+        def train(model, loader, optimizer, checkpoint):
+            scaler = torch.amp.GradScaler("cuda")
+            if checkpoint is not None:
+                scaler.load_state_dict(checkpoint["scaler"])
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x, y)
+                loss.backward()
+                optimizer.step()
+            torch.save({"scaler": scaler.state_dict()}, "ckpt.pt")
         """,
         # auralflow: bfloat16 is chosen only where `enabled=` turns the autocast off.
         """
@@ -588,6 +605,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS) or _excludes_bfloat16(enabled)
         ):
             return
+        if self._never_scales(node):
+            return
         condition = self._condition(node)
         if condition is not None:
             test, holds = condition
@@ -637,6 +656,28 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 "bfloat16 gradients raises \"not implemented for 'BFloat16'\" on CUDA and ROCm",
                 fix=fix,
             )
+
+    def _never_scales(self, node: cst.Call) -> bool:
+        """Is the scaler bound to a local name that is only checkpointed (Wuerstchen's
+        ``scaler.state_dict()`` and ``load_state_dict``), never used to scale a loss?"""
+        analysis = self.context.analysis
+        parent = analysis.tree.parent(node)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        target = parent.targets[0].target
+        bindings = [binding for binding in analysis.bindings.assignments(target) if binding.node is target]
+        if len(bindings) != 1 or not bindings[0].references:
+            return False
+        for access in bindings[0].references:
+            member = analysis.tree.parent(access.node)
+            if not (
+                isinstance(member, cst.Attribute)
+                and member.value is access.node
+                and member.attr.value in ("state_dict", "load_state_dict")
+                and isinstance(analysis.tree.parent(member), cst.Call)
+            ):
+                return False
+        return True
 
     def _conflicting_uses(self, region: cst.CSTNode, cuda_scaler: bool, scaler_device: str | None) -> list[AutocastUse]:
         """The autocasts of ``region`` that may run in bfloat16 while the scaler scales."""
