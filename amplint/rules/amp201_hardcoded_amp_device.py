@@ -16,6 +16,7 @@ from amplint.analysis.torch_api import (
     RUNTIME_GRAD_SCALERS,
     RUNTIME_TORCH,
 )
+from amplint.analysis.values import is_cuda_literal_device
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.calls import has_comment
 from amplint.fixes.importer import Importer
@@ -59,7 +60,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       `"cuda" if x.startswith("cuda") else "cpu"` (and their negated mirrors), where `x`
       may hold another device (not where it is bound only to `"cuda"`, `"cuda:N"` or
       `"cpu"` strings and the file cannot rebind it at run time: the mapping is then exact;
-      this page's extension, from round AC; likewise a `self.device` that every assignment
+      this page's extension, from round AC; likewise a name bound only to CUDA devices,
+      `f"cuda:{rank}"` included, or a `None` placeholder: NeuroLM, round AS; likewise a `self.device` that every assignment
       in its class sets to such strings, where the file sets no other object's `.device`:
       gptcore, round AN; nor where every torch bound the project declares caps torch
       below 2.4, `torch==2.1.2`: torch's own builds autocast only on CUDA and CPU there,
@@ -642,6 +644,21 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             else:
                 sys.exit(1)
             dist.init_process_group(backend='nccl')
+        """,
+        # (b) on a device set only to CUDA strings after a `None` placeholder (NeuroLM).
+        """
+        import torch
+
+        device = None
+        device_type = None
+
+        def init(ddp, local_rank):
+            global device, device_type
+            device = 'cuda'
+            if ddp:
+                device = f'cuda:{local_rank}'
+            device_type = 'cuda' if 'cuda' in device else 'cpu'
+            return torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
         """,
         # A module-level device formatted with `%` is CUDA too (CDAE's DiT probes).
         """
@@ -1788,6 +1805,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             found = [analysis.values.string_values(value) for value in assigned or ()]
             if assigned and all(found) and not self._sets_other_devices(member[1], assigned):
                 values = frozenset().union(*(one for one in found if one))
+        if values is None and isinstance(subject, cst.Name):
+            # `device = 'cuda'`, then `device = f'cuda:{ddp_local_rank}'` under DDP, after a
+            # module-level `device = None` placeholder (NeuroLM's nanoGPT-style trainers).
+            bound = analysis.bindings.plain_values(subject)
+            if bound and all(_is_none_literal(value) or is_cuda_literal_device(analysis.names, value) or string_literal(value) == "cpu" for value in bound):
+                values = frozenset({"cuda"})
         if not values or not all(value == "cpu" or value == "cuda" or value.startswith("cuda:") for value in values):
             return False
         return not analysis.devices.rebinds_globals
@@ -1886,3 +1909,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return None
         edits: list[Edit] = [self.context.replace(node, replacement), *imports]
         return self.make_fix(f"Replace with `{replacement}`", edits, applicability=applicability)
+
+
+def _is_none_literal(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
