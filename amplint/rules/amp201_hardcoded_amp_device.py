@@ -645,6 +645,16 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
                 sys.exit(1)
             dist.init_process_group(backend='nccl')
         """,
+        # (b) on a device chosen between a CUDA index and "cpu" (nunif's calibrate_output).
+        """
+        import torch
+
+        def main(args, model, x):
+            device = f"cuda:{args.gpu}" if args.gpu >= 0 else "cpu"
+            amp_device_type = "cuda" if "cuda" in device else "cpu"
+            with torch.autocast(device_type=amp_device_type, dtype=torch.float16):
+                return model(x.to(device))
+        """,
         # (b) on a device set only to CUDA strings after a `None` placeholder (NeuroLM).
         """
         import torch
@@ -1808,12 +1818,19 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if values is None and isinstance(subject, cst.Name):
             # `device = 'cuda'`, then `device = f'cuda:{ddp_local_rank}'` under DDP, after a
             # module-level `device = None` placeholder (NeuroLM's nanoGPT-style trainers).
+            # nunif: `device = f"cuda:{args.gpu}" if args.gpu >= 0 else "cpu"`.
             bound = analysis.bindings.plain_values(subject)
-            if bound and all(_is_none_literal(value) or is_cuda_literal_device(analysis.names, value) or string_literal(value) == "cpu" for value in bound):
+            if bound and all(self._cuda_or_cpu_value(value) for value in bound):
                 values = frozenset({"cuda"})
         if not values or not all(value == "cpu" or value == "cuda" or value.startswith("cuda:") for value in values):
             return False
         return not analysis.devices.rebinds_globals
+
+    def _cuda_or_cpu_value(self, value: cst.BaseExpression) -> bool:
+        """A CUDA device literal, `"cpu"`, a `None` placeholder, or a conditional of these."""
+        if isinstance(value, cst.IfExp):
+            return self._cuda_or_cpu_value(value.body) and self._cuda_or_cpu_value(value.orelse)
+        return _is_none_literal(value) or string_literal(value) == "cpu" or is_cuda_literal_device(self.context.analysis.names, value)
 
     def _sets_other_devices(self, attr: str, own: list[cst.BaseExpression]) -> bool:
         """Does the file assign ``<anything>.<attr>`` other than the given values?"""
