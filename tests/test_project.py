@@ -41,6 +41,8 @@ from amplint.engine.project import (
         ("torch!=2.0.1", None),
         ("torch", None),
         ("torch==2.*", None),
+        # A minor release's wildcard names that release (OpenComplex's conda `pytorch=1.12.*`).
+        ("torch==1.12.*", (1, 12)),
     ],
 )
 def test_lowest_admitted_version(requirement: str, lowest: tuple[int, int] | None) -> None:
@@ -932,6 +934,10 @@ def test_a_conda_package_list_names_torch_pytorch(tmp_path: Path, line: str, tar
         ({"requirements.txt": "torch==2.1.2\n", "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n"}, None),
         ({"requirements.txt": "torch\n"}, None),
         ({}, None),
+        ({"requirements.txt": "torch==1.12.*\n"}, (1, 12)),
+        ({"requirements.txt": "torch==2.*\n"}, None),
+        # OpenComplex: a channel named pytorch, then the channel-qualified wildcard pin.
+        ({"environment.yml": "channels:\n  - pytorch\ndependencies:\n  - pytorch::pytorch=1.12.*\n"}, (1, 12)),
     ],
 )
 def test_newest_torch_is_the_cap_every_declaration_sets(

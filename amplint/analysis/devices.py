@@ -803,14 +803,10 @@ class DeviceAnalysis:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
             for small in statement.body:
-                if (
-                    isinstance(small, cst.Assign)
-                    and len(small.targets) == 1
-                    and isinstance(small.targets[0].target, cst.Name)
-                    and small.targets[0].target.value in DEVICE_NAMES
-                    and is_cuda_value(self.names, self.bindings, small.value)
-                ):
-                    return True
+                target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+                name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else None
+                if name in DEVICE_NAMES and is_cuda_value(self.names, self.bindings, cst.ensure_type(small, cst.Assign).value):
+                    return True  # `device = ...` or `args.device = torch.device('cuda', local_rank)`
         return False
 
     def _enclosing_requires_cuda(self, scope: ScopeNode) -> bool:

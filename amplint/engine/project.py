@@ -55,7 +55,7 @@ _CONDA_FILES = tuple(
 DECLARATION_FILES = ("pyproject.toml", *_REQUIREMENT_FILES, "setup.cfg", "setup.py", *_CONDA_FILES, "cog.yaml")
 # `- pytorch=2.0.0` / `- torch==2.0.0` / `- pytorch >= 1.13` in a conda environment (conda
 # pins with one `=`).
-_CONDA_TORCH = re.compile(r"^(pytorch|torch|torchvision|torchaudio)\s*(==?|>=|~=)\s*([0-9][0-9.]*)")
+_CONDA_TORCH = re.compile(r"^(pytorch|torch|torchvision|torchaudio)\s*(==?|>=|~=)\s*([0-9][0-9.]*\*?)")
 # README.md, INSTALL.md, install.rst, GETTING_STARTED.md, README (and the same but README
 # in docs/: XMem's docs/GETTING_STARTED.md says "PyTorch 1.11+"): read only when no file of
 # the folder bounds torch.
@@ -260,8 +260,11 @@ def lowest_admitted(requirement: Requirement) -> TorchVersion | None:
     code runs on some torch no newer than that, so no API newer is there for it."""
     lowest: TorchVersion | None = None
     for specifier in requirement.specifier:
-        if specifier.operator in (">=", "==", "~=", ">", "===") and "*" not in specifier.version:
-            found = parse_torch_version(specifier.version)
+        version = specifier.version
+        if specifier.operator == "==" and version.endswith(".*") and "." in version[:-2]:
+            version = version[:-2]  # `==1.12.*`: some 1.12.x (OpenComplex's conda `pytorch=1.12.*`)
+        if specifier.operator in (">=", "==", "~=", ">", "===") and "*" not in version:
+            found = parse_torch_version(version)
             if found is not None and (lowest is None or found > lowest):
                 lowest = found  # several lower bounds: the strictest holds
     if lowest is not None:
@@ -276,7 +279,9 @@ def newest_admitted(requirement: Requirement) -> TorchVersion | None:
     newest: TorchVersion | None = None
     for specifier in requirement.specifier:
         version = specifier.version.removesuffix(".*")
-        if specifier.operator in ("==", "==="):
+        if specifier.operator in ("==", "===") and specifier.version.endswith(".*") and "." not in version:
+            found = None  # `==2.*`: any 2.x
+        elif specifier.operator in ("==", "==="):
             found = parse_torch_version(version)
         elif specifier.operator == "~=" and version.count(".") >= 2:
             found = parse_torch_version(version)  # `~=1.4.0`: 1.4.x

@@ -166,7 +166,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
     call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
     `DistributedDataParallel` given `device_ids=`, before or after the call), when the
-    block that runs the call also binds a device variable to a CUDA device (VideoTuna's
+    block that runs the call also binds a device variable or attribute to a CUDA device (VideoTuna's
     sequence-parallel branch sets `device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")`
     after `init_process_group("nccl")`; this page's decision, from round AP), when another
     method of its class requires CUDA that way under the very test that is one of the
@@ -689,6 +689,21 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         model = model.to(device)
         with torch.autocast(device_type="cuda", dtype=torch.float16):
             y = model(x.to(device))
+        """,
+        # (d) where the branch then sets the device attribute to CUDA (TimeSeriesForecasting).
+        """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--device', default='cuda', type=str)
+        parser.add_argument('--distributed', default=False, type=bool)
+        parser.add_argument('--local_rank', default=0, type=int)
+        args = parser.parse_args()
+        args.device = args.device if torch.cuda.is_available() else 'cpu'
+        if args.distributed:
+            torch.distributed.init_process_group(backend='nccl')
+            args.device = torch.device('cuda', args.local_rank)
         """,
         # `self.device: str` only annotates; every value the class gives it is CUDA
         # (CellViT-plus-plus's inference classes).
