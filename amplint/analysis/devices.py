@@ -677,6 +677,26 @@ class DeviceAnalysis:
                     return device
         return None
 
+    def always_cuda(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is ``expr`` a name the file binds only to CUDA devices (a `None` placeholder
+        aside), directly or through a device-type test of such a name (NeuroLM: `device =
+        'cuda'`, `device = f'cuda:{rank}'`, then `device_type = 'cuda' if 'cuda' in device
+        else 'cpu'`), and cannot rebind at run time?"""
+        if not isinstance(expr, cst.Name) or depth > _MAX_DEPTH or self.rebinds_globals:
+            return False
+        bound = self.bindings.plain_values(expr)
+        if not bound or all(_is_none(value) for value in bound):
+            return False
+        for value in bound:
+            if _is_none(value) or is_cuda_value(self.names, self.bindings, value):
+                continue
+            if isinstance(value, cst.IfExp) and _is_device_literal(value.body):
+                tested = self.tested_device(value.test)
+                if tested is not None and self.always_cuda(tested, depth + 1):
+                    continue
+            return False
+        return True
+
     def _device_of(self, side: cst.BaseExpression) -> cst.BaseExpression | None:
         # `device.type` → device; `str(device)` → device; a name or attribute → itself.
         if isinstance(side, cst.Attribute) and side.attr.value == "type":

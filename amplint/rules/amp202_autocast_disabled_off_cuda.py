@@ -76,14 +76,17 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
     == "cuda" else torch.float32`: unsloth's trainers keep CPU runs in float32 on purpose),
     or pick the `"float32"` entry of a dtype table by a device test (`{...}[dtype if
     DEVICE.type == "cuda" else "float32"]`: train-llm-from-scratch, round AR).
-    Nor code written for CUDA, whose function (or module-level code) calls a CUDA state
+    Nor a test of a device the file binds only to CUDA devices, directly or through a
+    device-type test of one (NeuroLM: `device = 'cuda'` or `f'cuda:{rank}'`, then
+    `device_type = 'cuda' if 'cuda' in device else 'cpu'`): the `nullcontext()` side never
+    runs. Nor code written for CUDA, whose function (or module-level code) calls a CUDA state
     function that raises without CUDA outside any device test, on any branch
     (`torch.cuda.synchronize()` in nanoGPT's `bench.py` timing loop); nor a float16
     region where every torch bound the project declares caps torch below 2.2
     (tiny-universe's `torch==2.0.1`): CPU autocast took only bfloat16 there and MPS and
     XPU had none in torch itself, so no device loses an autocast.
     RULES.md names only the not-a-device-test silence; the evaluation, said-out-loud,
-    CUDA-state and old-torch silences are amplint's decisions, from rounds AE, AF and AP.
+    CUDA-state, old-torch and CUDA-only-device silences are amplint's decisions, from rounds AE, AF, AP and AS.
 
     This rule is off by default: training in float32 off CUDA is sometimes deliberate.
     Select it with `--select AMP202` to find the places where it is not said out loud.
@@ -242,6 +245,23 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
             loss = model(x)
         loss.backward()
         """,
+        # The tested device is only ever CUDA (NeuroLM's nanoGPT-style trainers).
+        """
+        import torch
+        from contextlib import nullcontext
+
+        device = None
+
+        def init(ddp, local_rank):
+            global device
+            device = 'cuda'
+            if ddp:
+                device = f'cuda:{local_rank}'
+            device_type = 'cuda' if 'cuda' in device else 'cpu'
+            return nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+
+        loss.backward()
+        """,
         # A benchmark that synchronizes CUDA on its timing path runs nowhere else
         # (nanoGPT's bench.py, copied by nanoRWKV and Adam-mini).
         """
@@ -362,6 +382,9 @@ class AutocastDisabledOffCuda(AnalysisRule, code="AMP202", name="autocast-disabl
         call, use = autocast_branch
         if devices.queries_cuda_state(node):
             return  # code written for CUDA (a benchmark that synchronizes it): it runs nowhere else
+        tested = devices.tested_device(node.test)
+        if tested is not None and devices.always_cuda(tested):
+            return  # the tested device is only ever CUDA: the nullcontext side never runs
         if self._nothing_to_lose_off_cuda(use):
             return
         message = (
