@@ -56,7 +56,7 @@ import libcst as cst
 from amplint.analysis import torch_api
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.names import NameResolver
-from amplint.analysis.syntax import bool_value, call_arguments
+from amplint.analysis.syntax import bool_value, call_arguments, is_none
 from amplint.analysis.tree import ScopeNode, Tree
 from amplint.analysis.values import Values
 from amplint.analysis.wrappers import (
@@ -511,7 +511,7 @@ class _WrapperFactory(_Factory):
 
 def _is_none(given: cst.BaseExpression | Source) -> bool:
     if isinstance(given, cst.BaseExpression):
-        return isinstance(given, cst.Name) and given.value == "None"
+        return is_none(given)
     return bool(given.get("none"))
 
 

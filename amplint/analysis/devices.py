@@ -31,6 +31,7 @@ from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import (
     dotted_name,
+    is_none,
     last_name,
     match_arguments,
     root_name,
@@ -265,7 +266,7 @@ class DeviceAnalysis:
             # Nor a placeholder never set to a device (micro_diffusion's text encoder wrapper:
             # `self.device = None`, and nothing in the file sets another).
             return cls is None or not (
-                self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_device_is_none(cls)
+                self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_deviceis_none(cls)
             )
         if variable.kind == "attribute" and self._of_cuda_bound_instance(variable.expr):
             return False
@@ -336,9 +337,9 @@ class DeviceAnalysis:
         values = self.classes.attribute_values(cls, "device")
         return bool(values) and all(self._holds_cuda(value) for value in values or ())
 
-    def _self_device_is_none(self, cls: cst.ClassDef) -> bool:
+    def _self_deviceis_none(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
-        if not values or not all(isinstance(value, cst.Name) and value.value == "None" for value in values):
+        if not values or not all(is_none(value) for value in values):
             return False
         return not any(
             isinstance(target.target, cst.Attribute)
@@ -602,7 +603,7 @@ class DeviceAnalysis:
             return self.gated_on_device(expr.left, depth + 1) or self.gated_on_device(expr.right, depth + 1)
         if isinstance(expr, cst.Comparison):
             sides = (expr.left, *(target.comparator for target in expr.comparisons))
-            return any(not _is_none(side) and self.gated_on_device(side, depth + 1) for side in sides)
+            return any(not is_none(side) and self.gated_on_device(side, depth + 1) for side in sides)
         if isinstance(expr, cst.Call):
             return self._returns_false_off_device(expr)
         key = last_name(expr) or _string_key(expr)
@@ -685,10 +686,10 @@ class DeviceAnalysis:
         if not isinstance(expr, cst.Name) or depth > _MAX_DEPTH or self.rebinds_globals:
             return False
         bound = self.bindings.plain_values(expr)
-        if not bound or all(_is_none(value) for value in bound):
+        if not bound or all(is_none(value) for value in bound):
             return False
         for value in bound:
-            if _is_none(value) or is_cuda_value(self.names, self.bindings, value):
+            if is_none(value) or is_cuda_value(self.names, self.bindings, value):
                 continue
             if isinstance(value, cst.IfExp) and _is_device_literal(value.body):
                 tested = self.tested_device(value.test)
@@ -823,10 +824,11 @@ class DeviceAnalysis:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
             for small in statement.body:
-                target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
-                name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else None
-                if name in DEVICE_NAMES and is_cuda_value(self.names, self.bindings, cst.ensure_type(small, cst.Assign).value):
-                    return True  # `device = ...` or `args.device = torch.device('cuda', local_rank)`
+                if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                    continue
+                # `device = ...`, or `args.device = torch.device('cuda', local_rank)`.
+                if last_name(small.targets[0].target) in DEVICE_NAMES and is_cuda_value(self.names, self.bindings, small.value):
+                    return True
         return False
 
     def _enclosing_requires_cuda(self, scope: ScopeNode) -> bool:
@@ -911,7 +913,7 @@ class DeviceAnalysis:
             qualified == "torch.cuda.device"
             and len(call.args) == 1
             and isinstance(call.args[0].value, (cst.Integer, cst.Name, cst.Attribute, cst.BinaryOperation, cst.Subscript))
-            and not _is_none(call.args[0].value)
+            and not is_none(call.args[0].value)
             and not self.in_device_condition(call)
         ):
             return True  # `with torch.cuda.device(rank % torch.cuda.device_count()):` (makani); -1 is a no-op
@@ -943,7 +945,7 @@ class DeviceAnalysis:
         if any(arg.keyword is not None and arg.keyword.value == "device_id" and self._is_cuda(arg.value) for arg in call.args):
             return True
         return qualified in DDP and any(
-            arg.keyword is not None and arg.keyword.value == "device_ids" and not _is_none(arg.value) for arg in call.args
+            arg.keyword is not None and arg.keyword.value == "device_ids" and not is_none(arg.value) for arg in call.args
         )  # DDP takes device_ids only for a module on an accelerator
 
     def _is_cuda_device_argument(self, expr: cst.BaseExpression) -> bool:
@@ -1220,10 +1222,6 @@ def _string_key(expr: cst.CSTNode) -> str | None:
     index = expr.slice[0].slice
     value = index.value.evaluated_value if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) else None
     return value if isinstance(value, str) else None
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _is_self_device(target: cst.BaseExpression) -> bool:

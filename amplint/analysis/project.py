@@ -165,7 +165,8 @@ class ProjectAnalysis:
         """The release this file's code must run below, from its own imports or those of
         the project modules it imports at module level (ssacl's engine imports `util.misc`,
         which does `from torch._six import inf`): None when nothing bounds it."""
-        found = [tuple(self._own_torch_ceiling)] if self._own_torch_ceiling else []
+        own = self._own_torch_ceiling
+        found: list[tuple[int, int]] = [(own[0], own[1])] if own else []
         for statement in self.source.module.body:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
@@ -178,7 +179,7 @@ class ProjectAnalysis:
                     ceiling = summary.get("torch_before") if summary is not None else None
                     if isinstance(ceiling, list) and len(ceiling) == 2:
                         found.append((int(ceiling[0]), int(ceiling[1])))
-        return min(found) if found else None  # type: ignore[return-value]
+        return min(found) if found else None
 
     def _returns(self, function: cst.FunctionDef) -> list[int]:
         """Where the ``return`` statements of ``function`` (not of functions inside it) start."""

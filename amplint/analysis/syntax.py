@@ -84,6 +84,11 @@ def constant(expr: cst.BaseExpression) -> str | int | None:
     return None
 
 
+def is_none(expr: cst.BaseExpression) -> bool:
+    """The literal ``None``."""
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
 def bool_value(node: cst.BaseExpression) -> bool | None:
     """``True``/``False`` written literally, else None."""
     if isinstance(node, cst.Name) and node.value in ("True", "False"):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, string_literal
+from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, is_none, string_literal
 from amplint.analysis.torch_api import (
     AUTOCAST_BEYOND_CUDA,
     AUTOCAST_ORDER,
@@ -1845,7 +1845,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """A CUDA device literal, `"cpu"`, a `None` placeholder, or a conditional of these."""
         if isinstance(value, cst.IfExp):
             return self._cuda_or_cpu_value(value.body) and self._cuda_or_cpu_value(value.orelse)
-        return _is_none_literal(value) or string_literal(value) == "cpu" or is_cuda_literal_device(self.context.analysis.names, value)
+        return is_none(value) or string_literal(value) == "cpu" or is_cuda_literal_device(self.context.analysis.names, value)
 
     def _sets_other_devices(self, attr: str, own: list[cst.BaseExpression]) -> bool:
         """Does the file assign ``<anything>.<attr>`` other than the given values?"""
@@ -1941,7 +1941,3 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return None
         edits: list[Edit] = [self.context.replace(node, replacement), *imports]
         return self.make_fix(f"Replace with `{replacement}`", edits, applicability=applicability)
-
-
-def _is_none_literal(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
