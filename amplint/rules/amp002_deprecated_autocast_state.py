@@ -32,7 +32,12 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
     Not flagged: `torch.is_autocast_enabled()` / `torch.set_autocast_enabled(e)` without
     a device (not deprecated), `torch.is_autocast_cache_enabled()`, assignments to these
     names (monkeypatching), and compatibility fallbacks (an `except` clause whose `try`
-    uses the replacement, or an `if`/`else` branch whose sibling does).
+    uses the replacement, or an `if`/`else` branch whose sibling does). Nor code that must
+    run on a torch older than 2.4, where the device-taking replacements do not exist yet:
+    a project whose declared target torch is older (`docs/target-torch.md`), or a file
+    held to torch 1.x by an unguarded import of a module torch dropped (`torch._six`), in
+    itself or in a project module it imports at module level (as for AMP001; these are
+    this page's decisions, RULES.md lists only the fallback silence).
 
     ## Example
     ```python
@@ -57,6 +62,13 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
     triggers = frozenset(old.removeprefix("torch.") for old in DEPRECATED_STATE_FUNCTIONS)
 
     VALID = (
+        # `torch._six` went in torch 2.0: this code runs on torch 1.x.
+        """
+        import torch
+        from torch._six import inf
+
+        dtype = torch.get_autocast_gpu_dtype()
+        """,
         """
         import torch
         enabled = torch.is_autocast_enabled()
