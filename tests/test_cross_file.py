@@ -533,6 +533,36 @@ def test_a_device_member_a_base_class_elsewhere_sets_only_to_cuda(tmp_path: Path
     assert [(code, row) for code, row, _ in _check(either, "models/image.py", "AMP201")] == [("AMP201", 8), ("AMP201", 11)]
 
 
+def test_a_device_member_a_base_class_elsewhere_takes_from_its_constructor(tmp_path: Path) -> None:
+    # CellViT: the base trainer stores the device its constructor is given; the experiment
+    # code that builds the trainers (elsewhere) decides it. The subclass's file chooses no
+    # device of its own: silent. Once it does (`--device` with a "cpu" default), it fires.
+    base = "class BaseTrainer:\n    def __init__(self, model, device):\n        self.model = model\n        self.device = device\n"
+    trainer = (
+        "import torch\nfrom trainers.base import BaseTrainer\n\n\nclass CellTrainer(BaseTrainer):\n"
+        "    def step(self, x):\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+        "            return self.model(x.to(self.device))\n{extra}"
+    )
+    files = {"trainers/__init__.py": "", "trainers/base.py": base}
+    given = _project(tmp_path / "given", {**files, "trainers/cell.py": trainer.format(extra="")})
+    assert _check(given, "trainers/cell.py", "AMP201") == []
+    chooses = _project(
+        tmp_path / "chooses",
+        {**files, "trainers/cell.py": trainer.format(extra="\n\ndef fallback():\n    return torch.device('cpu')\n")},
+    )
+    assert [(code, row) for code, row, _ in _check(chooses, "trainers/cell.py", "AMP201")] == [("AMP201", 7)]
+    # A base class that picks the device itself is no parameter handed in: it fires.
+    picks = _project(
+        tmp_path / "picks",
+        {
+            **files,
+            "trainers/base.py": base.replace("self.device = device", "self.device = pick_device(model)"),
+            "trainers/cell.py": trainer.format(extra=""),
+        },
+    )
+    assert [(code, row) for code, row, _ in _check(picks, "trainers/cell.py", "AMP201")] == [("AMP201", 7)]
+
+
 def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
     # LGM: the model's renderer makes a `device="cuda"` tensor in its constructor, so the
     # scripts that build the model cannot run without CUDA, whatever their device variable.

@@ -46,7 +46,7 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
 )
 from amplint.analysis.tree import ScopeNode, Tree, if_chain
-from amplint.analysis.values import Values, is_cuda_value
+from amplint.analysis.values import Values, is_cuda_value, is_parameter_value
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -442,6 +442,38 @@ class DeviceAnalysis:
 
     def has_variable(self, node: cst.CSTNode) -> bool:
         return bool(self.variables(node))
+
+    def arrives_from_outside(self, node: cst.CSTNode) -> bool:
+        """Is every device variable at ``node`` handed in from outside the file: a parameter
+        of a function the file never calls, or ``self.device`` set only from a parameter of
+        the method that sets it (``self.device = device`` in ``__init__``), in its class or
+        in a project base class? Its value is then chosen by code this file does not show."""
+        variables = self.variables(node)
+        scope = self.tree.scope_of(node)
+        cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        return bool(variables) and all(self._from_outside(variable, cls) for variable in variables)
+
+    def _from_outside(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
+        if variable.kind == "parameter":
+            return self._of_uncalled_function(variable.expr)
+        if variable.kind == "name":
+            # A read of the parameter in the function's body.
+            bound = self.bindings.assignments(variable.expr)
+            return bool(bound) and all(
+                isinstance(binding.node, cst.Param) and self._of_uncalled_function(binding.node) for binding in bound
+            )
+        if variable.kind != "self" or cls is None:
+            return False
+        if self.classes.members(cls, "device"):
+            values = self.classes.attribute_values(cls, "device")
+            return bool(values) and all(is_parameter_value(self.names, self.bindings, value) for value in values or ())
+        found = self.member_values.inherited_member(variable.expr) if self.member_values is not None else None
+        entry = found[2] if found is not None else None
+        return isinstance(entry, dict) and entry.get("from_parameter") is True
+
+    def _of_uncalled_function(self, node: cst.CSTNode) -> bool:
+        function = next((n for n in self.tree.ancestors(node) if isinstance(n, cst.FunctionDef)), None)
+        return function is not None and not self.plain_calls_of(function)
 
     def expression_at(self, node: cst.CSTNode, *, strict: bool = False) -> str | None:
         """Source text of the device variable a fix at ``node`` can use, if one is certain.
@@ -1086,16 +1118,23 @@ class DeviceAnalysis:
 
     @functools.cached_property
     def runs_elsewhere(self) -> bool:
-        """Does the file show any intent to run without CUDA: AMP code, a non-CUDA device
-        chosen (``"cpu"``/``"mps"``/``"xpu"`` as a device value or default), or an availability
-        test with a fallback (not an assertion, not a guard that exits)?"""
+        """Does the file show any intent to run without CUDA: AMP code, or a non-CUDA device
+        chosen (`chooses_other_device`)?"""
         for call in self.tree.index.calls:
             qualified = self.names.resolve(call.func)
             if qualified in AMP_CALLABLES or (
                 isinstance(call.func, cst.Attribute) and call.func.attr.value == "autocast" and qualified is None
             ):
                 return True
-            if qualified in FALLBACK_TESTS and self._is_fallback(call):
+        return self.chooses_other_device
+
+    @functools.cached_property
+    def chooses_other_device(self) -> bool:
+        """Does the file choose a device other than CUDA anywhere: ``"cpu"``/``"mps"``/``"xpu"``
+        as a device value or default, or an availability test with a fallback (not an
+        assertion, not a guard that exits)?"""
+        for call in self.tree.index.calls:
+            if self.names.resolve(call.func) in FALLBACK_TESTS and self._is_fallback(call):
                 return True
         return any(
             isinstance(node, cst.SimpleString) and self._is_other_device(node) for node in self.tree.parents

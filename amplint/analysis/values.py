@@ -214,6 +214,9 @@ class Values:
                 if all(is_cuda_value(self.names, self.bindings, source) for source in sources):
                     # `self.device = torch.device("cuda")`: a subclass in another file is CUDA-only.
                     table.setdefault(f"{cls.name.value}.{attr}", {})["cuda_only"] = True  # type: ignore[assignment]
+                elif all(is_parameter_value(self.names, self.bindings, source) for source in sources):
+                    # `self.device = device` in `__init__`: the subclass's constructor callers choose it.
+                    table.setdefault(f"{cls.name.value}.{attr}", {})["from_parameter"] = True  # type: ignore[assignment]
 
     def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
         """The one call that built ``base`` (``config = TrainConfig(...)``, or
@@ -282,6 +285,17 @@ def is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpres
     f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
     device``)."""
     return _is_cuda_value(names, bindings, value, 0)
+
+
+def is_parameter_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression) -> bool:
+    """A parameter of the enclosing function, as is or as ``torch.device(<parameter>)``:
+    ``self.device = device`` in an ``__init__``."""
+    if isinstance(value, cst.Call) and names.resolve(value.func) in DEVICE_CONSTRUCTORS and len(value.args) == 1:
+        value = value.args[0].value
+    if not isinstance(value, cst.Name):
+        return False
+    found = bindings.assignments(value)
+    return bool(found) and all(isinstance(binding.node, cst.Param) for binding in found)
 
 
 def _is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression, depth: int) -> bool:

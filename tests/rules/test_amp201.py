@@ -99,7 +99,7 @@ def test_torch_the_cuda_state_calls_raise_without_cuda(torch) -> None:  # type: 
 SCALER_BESIDE_AUTOCAST = """\
 import torch
 
-def train(model, loader, optimizer, device):
+def train(model, loader, optimizer, device="cpu"):
     scaler = torch.amp.GradScaler("cuda")
     for x in loader:
         with torch.autocast(device_type=DEVICE_TYPEDTYPE):
@@ -144,7 +144,7 @@ CALLED_WITH_CUDA = """
 import torch
 import torch.multiprocessing as mp
 
-def train(model, loader, device):
+def train(model, loader, device="cpu"):
     for x, y in loader:
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = model(x.to(device), y)
@@ -226,7 +226,7 @@ def test_torch_cuda_queries_that_raise_without_cuda_make_a_function_cuda_only(to
     source = f"""
 import torch
 
-def profile(model, x, device):
+def profile(model, x, device="cpu"):
     {call}
     with torch.autocast("cuda", dtype=torch.bfloat16):
         return model(x.to(device))
