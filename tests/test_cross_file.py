@@ -459,7 +459,7 @@ def test_amp_enabled_by_a_function_that_returns_false_off_cuda(tmp_path: Path) -
         "def check_other(model):\n    return amp_allclose(model)\n"
     )
     train = (
-        "import torch\nfrom utils.general import check_amp\n\n\ndef train(model, device, x):\n    model.to(device)\n"
+        "import torch\nfrom utils.general import check_amp\n\n\ndef train(model, x, device='cpu'):\n    model.to(device)\n"
         "    amp = check_amp(model)\n    scaler = torch.amp.GradScaler('cuda', enabled=amp)\n"
         "    with torch.amp.autocast('cuda', enabled=amp):\n        loss = model(x)\n    scaler.scale(loss).backward()\n"
     )

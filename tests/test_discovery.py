@@ -36,6 +36,17 @@ def test_walks_python_files_sorted_and_skips_the_rest(tree: Path) -> None:
     assert found(["."]) == ["a/b/c.py", "a/y.py", "a/z.pyi", "b.py"]
 
 
+def test_a_walk_skips_macos_appledouble_files_but_not_python_named_alike(tree: Path) -> None:
+    # protein_generator commits `._attention.py`: macOS metadata, binary, not Python.
+    (tree / "model").mkdir()
+    (tree / "model" / "._attention.py").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        amp")
+    (tree / "model" / "attention.py").write_text("x = 1\n")
+    (tree / "model" / "._private.py").write_text("x = 1\n")  # a real module with that name
+    assert found(["."]) == ["model/._private.py", "model/attention.py"]
+    # Named explicitly, it is checked (and reported as undecodable).
+    assert found(["model/._attention.py"]) == ["model/._attention.py"]
+
+
 def test_default_exclusions(tree: Path) -> None:
     touch(
         tree,

@@ -888,7 +888,7 @@ add(
 
 RUNTIME_FIXED = "import torch\nimport amplint.runtime\n\n"
 DEVICE_HANGING = (
-    "def forward(model, x, device):\n"
+    "def forward(model, x, device='cpu'):\n"
     "    with torch.autocast(\n"
     '        "cuda",  # the GPU\n'
     "        dtype=torch.bfloat16,\n"
@@ -896,7 +896,7 @@ DEVICE_HANGING = (
     "        return model(x)\n"
 )
 DEVICE_HANGING_FIXED = (
-    "def forward(model, x, device):\n"
+    "def forward(model, x, device='cpu'):\n"
     "    with torch.autocast(\n"
     "        amplint.runtime.device_type(device),  # the GPU\n"
     "        dtype=torch.bfloat16,\n"
@@ -908,13 +908,13 @@ add(
     "AMP201-device",
     "aligned",
     TORCH
-    + "def forward(model, x, device):\n"
+    + "def forward(model, x, device='cpu'):\n"
     + "    with torch.autocast('cuda',\n"
     + pad("    with torch.autocast(")
     + "dtype=torch.bfloat16):\n"
     + "        return model(x)\n",
     RUNTIME_FIXED
-    + "def forward(model, x, device):\n"
+    + "def forward(model, x, device='cpu'):\n"
     + "    with torch.autocast(amplint.runtime.device_type(device),\n"
     + pad("    with torch.autocast(")
     + "dtype=torch.bfloat16):\n"
@@ -924,9 +924,9 @@ add(
     "AMP201-device",
     "after-relative-imports",
     "import torch\nfrom . import helpers\n\n"
-    + "def forward(model, x, device):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+    + "def forward(model, x, device='cpu'):\n    with torch.autocast('cuda'):\n        return model(x)\n",
     "import torch\nimport amplint.runtime\nfrom . import helpers\n\n"
-    + "def forward(model, x, device):\n    with torch.autocast(amplint.runtime.device_type(device)):\n        return model(x)\n",
+    + "def forward(model, x, device='cpu'):\n    with torch.autocast(amplint.runtime.device_type(device)):\n        return model(x)\n",
 )
 CASES.extend(nested("AMP201-device", TORCH, DEVICE_HANGING, RUNTIME_FIXED, DEVICE_HANGING_FIXED))
 

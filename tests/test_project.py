@@ -140,7 +140,7 @@ def test_no_runtime_form_for_a_torch_the_helpers_do_not_support() -> None:
     assert "'gloo'" in fixed and "amplint" not in fixed
 
 
-AUTOCAST_WITH_DEVICE = "import torch\n\ndef f(model, x, device):\n    with torch.autocast('cuda'):\n        return model(x)\n"
+AUTOCAST_WITH_DEVICE = "import torch\n\ndef f(model, x, device='cpu'):\n    with torch.autocast('cuda'):\n        return model(x)\n"
 
 
 def test_runtime_fixes_stay_unsafe_without_the_dependency_and_vanish_for_old_torch() -> None:
@@ -414,6 +414,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # croco: 3.7 only for one optional package, "use a more recent python version" else.
         ({"README.md": "Only habitat-sim needs it; else use a more recent python version.\nconda create -n croco python=3.7\n"}, None),
         ({"README.md": "Python 3.7+ and PyTorch are needed.\n"}, None),
+        # Bench2DriveZoo: a path segment names a folder; python=3.8 is what it installs.
+        ({"docs/INSTALL.md": "echo x >> envs/b2d/lib/python3.7/site-packages/carla.pth\n"}, None),
+        ({"docs/INSTALL.md": "conda create -n b2d python=3.8\nSome tool was tested on Python 3.7.\n"}, None),
         ({"README.md": "Python >= 3.7\n"}, None),
         ({"README.md": "Install Python 3.8\n"}, None),
         # OpenCOOD's conda environment: `python==3.7.11`, and no torch bound anywhere.

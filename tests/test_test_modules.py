@@ -26,7 +26,7 @@ SOURCES = {
     ),
     # PyG's test of a layer under CUDA autocast, on whichever device the test runs.
     "AMP201": (
-        "import torch\n\ndef check(layer, device):\n    x = torch.randn(3, 4, device=device)\n"
+        "import torch\n\ndef check(layer, device='cpu'):\n    x = torch.randn(3, 4, device=device)\n"
         "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return layer(x)\n"
     ),
 }

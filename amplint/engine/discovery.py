@@ -187,8 +187,25 @@ class _Walker:
                 is_file
                 and os.path.splitext(entry.name)[1] in SOURCE_SUFFIXES
                 and not ignorer.excluded(entry_absolute, is_dir=False)
+                and not _is_apple_double(entry.path, entry.name)
             ):
                 yield _child(directory, entry.name), entry_absolute
+
+
+# macOS writes a file's metadata beside it as `._<name>` (AppleDouble) on filesystems
+# without extended attributes; archives and commits carry them along (protein_generator's
+# `._attention.py`). They are binary, not Python: a walk skips them, by name and magic.
+_APPLE_DOUBLE_MAGIC = b"\x00\x05\x16\x07"
+
+
+def _is_apple_double(path: str, name: str) -> bool:
+    if not name.startswith("._"):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == _APPLE_DOUBLE_MAGIC
+    except OSError:
+        return False
 
 
 def _settings_function(settings: Settings | ConfigResolver) -> Callable[[Path], Settings]:

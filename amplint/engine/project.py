@@ -129,9 +129,13 @@ _TORCH_AFTER_VERSION = re.compile(
 # A Python no newer than 3.7 ("Install Python 3.7", `conda create -n x python=3.7`): torch 1.13
 # was the last release for it (ModernTCN). "Python 3.7+" and ">=3.7" are minimums, not this.
 _OLD_PYTHON = re.compile(
-    r"(?<![\w.-])python\s*(?:={1,2}\s*)?3\.[0-7](?:\.[0-9]+)?(?![\d+]|\s*(?:or|and)\s+(?:later|newer|above|higher))",
+    r"(?<![\w./-])python\s*(?:={1,2}\s*)?3\.[0-7](?:\.[0-9]+)?(?![\d+/]|\s*(?:or|and)\s+(?:later|newer|above|higher))",
     re.IGNORECASE,
 )
+# ... a path segment (`lib/python3.7/site-packages/carla.pth`) names a folder, not the
+# Python to install; and a document that also names a newer Python as one to install
+# (Bench2DriveZoo: "python3.8 should be strictly followed", `python=3.8`) is not held to 3.7.
+_NEWER_PYTHON = re.compile(r"(?<![\w./-])python\s*(?:={1,2}\s*)?3\.(?:[89]|1[0-9])(?![\d/])", re.IGNORECASE)
 # ... unless the document allows a newer one (croco: python=3.7 "is required only for the
 # interactive demo ... use a more recent python version").
 _NEWER_PYTHON_ALLOWED = re.compile(r"\b(?:more\s+recent|newer|later)\s+python\b", re.IGNORECASE)
@@ -867,7 +871,7 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement(f"torch<={_PYTORCH_CUDA_NEWEST[cuda]}")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
-        if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text):
+        if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text) and not _NEWER_PYTHON.search(text):
             yield PythonImpliedTorch("torch<=1.13")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
