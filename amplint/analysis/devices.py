@@ -987,6 +987,9 @@ class DeviceAnalysis:
         file may test or rebind it, which makes it a device variable."""
         if _is_device_literal(expr):
             return self._is_cuda(expr)
+        if isinstance(expr, cst.Call) and self.names.resolve(expr.func) in DEVICE_CONSTRUCTORS:
+            # `loss.initialize(device=torch.device("cuda", index=self.rank))` (fastenhancer)
+            return self._is_cuda(expr)
         if isinstance(expr, cst.Name):
             bound = self.bindings.single_value(expr)
             expr = bound if bound is not None else expr

@@ -91,6 +91,9 @@ def _is_modulo(expr: cst.BaseExpression) -> bool:
 
 
 # Methods that move, cast or switch a module's mode without running it.
+# Functions named for running a model without training it (`inference`, `run_inference`,
+# `evaluate`, `predict_batch`); "test" and "val" are left out (`value_head`, `test_step`).
+_INFERENCE_CALLEE = re.compile(r"(?:\w*_)?(?:inference|infer|evaluate|predict)(?:_\w*)?", re.IGNORECASE)
 _NO_GRADIENT_METHODS = frozenset({"eval", "half", "bfloat16", "float", "to", "cuda", "cpu", "type", "requires_grad_"})
 
 
@@ -259,12 +262,23 @@ class TrainingAnalysis:
                     return False
             elif isinstance(parent, cst.Call) and parent.func is occurrence:
                 call = parent
+            elif isinstance(parent, cst.Arg) and self._is_inference_call(self.tree.parent(parent)):
+                # `caption = inference(image, model_vlm)`: a function named for inference runs
+                # it, wherever that function lives (OSEDiff's RAM tagger, round AU).
+                called = True
+                continue
             else:
                 return False
             if not self.under_no_grad(call):
                 return False
             called = True
         return called
+
+    def _is_inference_call(self, node: cst.CSTNode | None) -> bool:
+        if not isinstance(node, cst.Call):
+            return False
+        callee = dotted_name(node.func)
+        return callee is not None and _INFERENCE_CALLEE.fullmatch(callee.rsplit(".", 1)[-1]) is not None
 
     def occurrences(self, spelled: str) -> list[cst.BaseExpression]:
         """Every read or write of the dotted name ``spelled`` in the file, in no set order."""

@@ -89,7 +89,12 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     Beyond RULES.md, also from real code (evaluation round O): a module only ever run
     under `torch.no_grad()` / `torch.inference_mode()` and otherwise only moved, cast,
     put in eval mode or rewired (`m.encoder.layers = m.encoder.layers[:n]`) counts as
-    frozen (seed-vc's half-precision wav2vec feature extractor: no gradient reaches it);
+    frozen (seed-vc's half-precision wav2vec feature extractor: no gradient reaches it),
+    and so does one otherwise only passed to a function named for inference
+    (`inference(image, model_vlm)`, `run_inference`, `evaluate`, `predict_*`: OSEDiff's RAM
+    tagger, round AU); a cast in the assignment that loads a module
+    (`enc = AutoModel.from_pretrained(...).to(torch.bfloat16)`) is a cast of that name, so
+    freezing it later counts (malaya-speech's HuBERT, round AU);
     and an input cast bound to a name is not flagged
     when every later read of that name goes to a frozen module (LatentSync's `mel`, read
     only by its frozen fp16 SyncNet) or runs under an autocast of the cast's own dtype,
@@ -148,6 +153,36 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     requires = (frozenset({".backward", ".step()", "*scaler", "GradScaler"}),)
 
     VALID = (
+        # Cast as it is loaded, then frozen: a bf16 feature extractor (malaya-speech's HuBERT).
+        """
+        import torch
+        from transformers import AutoModel
+
+        def main(opt, x):
+            enc = AutoModel.from_pretrained("h").to(torch.bfloat16)
+            for p in enc.parameters():
+                p.requires_grad = False
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = enc(x).mean()
+            loss.backward()
+            opt.step()
+        """,
+        # A tagger only ever handed to a function named for inference (OSEDiff's RAM model,
+        # whose `inference` runs it under no_grad in another file).
+        """
+        import torch
+        from ram import ram, inference
+
+        def main(args, unet, loader, opt):
+            model_vlm = ram(pretrained=args.ram_path)
+            model_vlm.eval()
+            model_vlm.to("cuda", dtype=torch.float16)
+            for x in loader:
+                caption = inference(x.to(dtype=torch.float16), model_vlm)
+                loss = unet(x, caption).mean()
+                loss.backward()
+                opt.step()
+        """,
         # After the function's training: the pruned model is halved to save and evaluate.
         """
         import torch
@@ -572,7 +607,25 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         spelled = dotted_name(receiver)
         if spelled is not None and self.context.analysis.training.is_frozen(spelled):
             return False
+        target = self._bound_to(node)
+        if target is not None and self.context.analysis.training.is_frozen(target):
+            # `enc = AutoModel.from_pretrained(...).to(torch.bfloat16)`, then frozen (malaya-speech).
+            return False
         return not self._passed_to_frozen(node) and not self._after_training(node)
+
+    def _bound_to(self, node: cst.Call) -> str | None:
+        """The dotted name the cast's chain is assigned to, alone: ``enc`` in
+        ``enc = AutoModel.from_pretrained(...).to(torch.bfloat16).cuda()``."""
+        tree = self.context.analysis.tree
+        current: cst.CSTNode = node
+        parent = tree.parent(current)
+        while (isinstance(parent, cst.Attribute) and parent.value is current) or (
+            isinstance(parent, cst.Call) and parent.func is current
+        ):
+            current, parent = parent, tree.parent(parent)
+        if isinstance(parent, cst.Assign) and parent.value is current and len(parent.targets) == 1:
+            return dotted_name(parent.targets[0].target)
+        return None
 
     def _after_training(self, node: cst.Call) -> bool:
         """Does the cast come after its function's training: every tensor backward of the

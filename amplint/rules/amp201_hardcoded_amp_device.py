@@ -111,7 +111,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     device variable. (a) is also silent in a
     function (or module-level code) that requires CUDA anyway on the autocast's own path,
     as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
-    tensor with `device="cuda"`, passes `device_id=` a CUDA device, or makes an unguarded
+    tensor (or anything else) with `device="cuda"` or `device=torch.device("cuda", i)`
+    (fastenhancer's `self.loss.initialize(device=torch.device("cuda", index=self.rank))`), passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
     `torch.cuda.get_device_properties(...)`, `torch.cuda.mem_get_info()`,
     `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin,
@@ -329,6 +330,20 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # The epoch builds its loss on a CUDA device, unconditionally: CUDA-only (fastenhancer).
+        """
+        import torch
+
+        class Wrapper:
+            def __init__(self, device="cpu"):
+                self.device = device
+
+            def train_epoch(self, loader):
+                self.loss.initialize(device=torch.device("cuda", index=self.rank))
+                for x in loader:
+                    with torch.autocast("cuda"):
+                        self.model(x.to(self.device))
+        """,
         # A trainer that stores the device its constructor is given, in a file that never
         # chooses a device of its own: its callers elsewhere decide (CellViT's trainers,
         # built by experiment classes with f"cuda:{gpu}").
