@@ -410,7 +410,10 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "pip install torchvision 0.11 pytorch-lightning\n"}, None),
         # ModernTCN: a Python that torch 1.13 was the last release for.
         ({"README.md": "1. Install Python 3.7, and the packages in requirements.txt\n"}, (1, 13)),
-        ({"README.md": "conda create -n tcn python=3.6\n"}, (1, 13)),
+        # The last release for that Python: 1.10 for 3.6, 1.5 for 3.5 (PANDA's "Python 3.5.1").
+        ({"README.md": "conda create -n tcn python=3.6\n"}, (1, 10)),
+        ({"readme.txt": "Python 3.5.1, CUDA 10.2\n"}, (1, 5)),
+        ({"README.md": "Tested with Python 3.6 and Python 3.7.\n"}, (1, 13)),
         # croco: 3.7 only for one optional package, "use a more recent python version" else.
         ({"README.md": "Only habitat-sim needs it; else use a more recent python version.\nconda create -n croco python=3.7\n"}, None),
         ({"README.md": "Python 3.7+ and PyTorch are needed.\n"}, None),
@@ -880,6 +883,10 @@ def train(model, optimizer, loader):
         # ColossalAI's docker/Dockerfile: a six-digit abbreviation.
         ({"docker/Dockerfile": "RUN git clone https://github.com/NVIDIA/apex && \\\n    cd apex && \\\n    git checkout a7de60 && \\\n    pip install ./\n"}, True),
         ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\npip install -v .\n"}, False),
+        # A monthly release tag from before apex dropped apex.amp (DiffusionDepth), not after.
+        ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\ngit tag\ngit checkout 22.03 \npip install -v ./\n"}, True),
+        ({"README.md": "git clone https://github.com/NVIDIA/apex\ncd apex\ngit checkout 25.07\npip install -v ./\n"}, False),
+        ({"README.md": "git clone https://github.com/x/y\ngit checkout 22.03\n"}, False),
         # A fork is apex as it was (SimXNS's MASTER installs ptrblck/apex).
         ({"README.md": "git clone https://github.com/ptrblck/apex.git\ncd apex\npip install -v .\n"}, True),
         # A pinned commit of another repository says nothing about apex.

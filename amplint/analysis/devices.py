@@ -268,7 +268,9 @@ class DeviceAnalysis:
             return cls is None or not (
                 self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_deviceis_none(cls)
             )
-        if variable.kind == "attribute" and self._of_cuda_bound_instance(variable.expr):
+        if variable.kind == "attribute" and (
+            self._of_cuda_bound_instance(variable.expr) or self._attribute_set_only_to_cuda(variable.text)
+        ):
             return False
         if variable.kind == "parameter":
             # `def train(model, device)` that this file calls only with a CUDA device.
@@ -348,6 +350,18 @@ class DeviceAnalysis:
             for assign in self.tree.index.assigns
             for target in assign.targets
         )
+
+    def _attribute_set_only_to_cuda(self, spelled: str) -> bool:
+        """Does the file set ``cfg.device`` (spelled the same) only to CUDA devices, at least
+        once (a Kaggle trainer's `cfg.device = "cuda:%d" % cfg.local_rank` under DDP and
+        `"cuda:%d" % cfg.gpu` otherwise, then `run_eval(model, loader, cfg)` reads it)?"""
+        values = [
+            assign.value
+            for assign in self.tree.index.assigns
+            for target in assign.targets
+            if dotted_name(target.target) == spelled
+        ]
+        return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values)
 
     def _of_cuda_bound_instance(self, expr: cst.BaseExpression) -> bool:
         """``ctx.device`` where ``ctx`` is a parameter annotated with a class of this file

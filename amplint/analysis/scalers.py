@@ -152,17 +152,18 @@ class ScalerAnalysis:
 
     @functools.cached_property
     def file_scales(self) -> bool:
-        """Does the file do gradient scaling at all: a GradScaler, any ``.scale(...)``, or a
-        scaler-named callable given the loss (``loss_scaler(loss, optimizer)``, timm's
-        NativeScaler protocol, as in DeiT, ConvNeXt and MAE)?"""
+        """Does the file do gradient scaling at all: a GradScaler, any ``.scale(...)`` or
+        apex's ``amp.scale_loss(...)``, or a scaler-named callable given the loss
+        (``loss_scaler(loss, optimizer)``, timm's NativeScaler protocol, as in DeiT,
+        ConvNeXt and MAE)?"""
         if self.constructions:
             return True
         if any(self.names.resolve(call.func) in RUNTIME_SCALING for call in self.tree.index.calls):
             return True  # amplint.runtime.MixedPrecision scales in its own backward
         for call in self.tree.index.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "scale":
-                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in ("scale", "scale_loss"):
+                return True  # `scaler.scale(loss)`; apex's `with amp.scale_loss(loss, opt)` (DiffusionDepth)
             spelled = dotted_name(func)
             if call.args and spelled is not None and (spelled in self.constructed_names or self._named_scaler(spelled)):
                 return True  # by its name alone: `self.loss_scaler = NativeScaler()` scales in its call

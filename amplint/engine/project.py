@@ -121,6 +121,10 @@ _TORCH_WHEEL = re.compile(r"(?<![\w.-])torch-([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?:(?:
 _APEX_FORK = re.compile(r"github\.com/(?!nvidia/)[\w.-]+/apex(?:\.git)?(?![\w-])", re.IGNORECASE)
 _APEX_AT_COMMIT = re.compile(r"apex(?:\.git)?(?:/tree/|/commit/|@)[0-9a-f]{6,40}\b", re.IGNORECASE)
 _GIT_AT_COMMIT = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+[0-9a-f]{6,40}\b")
+# ... or at one of apex's monthly release tags (`git checkout 22.03`: DiffusionDepth, round AV);
+# apex removed `apex.amp` in April 2025 (NVIDIA/apex#1896), so a tag before 25.04 keeps it.
+_GIT_AT_RELEASE = re.compile(r"\bgit\s+(?:checkout|reset\s+--hard)\s+(?:tags/)?v?([0-9]{2})\.([0-9]{2})(?:\.[0-9]+)?(?![\w.])")
+_APEX_AMP_REMOVED = (25, 4)
 # The version before the name: "with 11.1 CUDA and 1.10.2 pytorch" (SyncDreamer's README).
 _TORCH_AFTER_VERSION = re.compile(
     r"(?<!torchvision\s)(?<!torchaudio\s)(?<!python\s)(?<!cuda\s)(?<![\w.=<>~-])v?([0-9]\.[0-9]+(?:\.[0-9]+)?)\s+(?:py)?torch(?![\w-])",
@@ -408,8 +412,21 @@ class ApexContainerTorch(Requirement):
     from, when that container predates native AMP and ships an apex with apex.amp."""
 
 
+def _newest_torch_for_python(minor: int) -> str:
+    """The last torch release with wheels for Python 3.<minor>, for 3.7 and older: 1.5 for
+    3.5 (torch 1.6 dropped it), 1.10 for 3.6, 1.13 for 3.7."""
+    return "1.5" if minor <= 5 else "1.10" if minor == 6 else "1.13"
+
+
+def _minor(spelled: str) -> int:
+    """The minor version of the first ``3.N`` in ``spelled`` (``python=3.6`` → 6)."""
+    found = re.search(r"3\.([0-9]+)", spelled)
+    return int(found.group(1)) if found is not None else 7
+
+
 class PythonImpliedTorch(Requirement):
-    """The newest torch an old Python a document names can run (`python=3.7`: torch 1.13):
+    """The newest torch an old Python a document names can run (`python=3.7`: torch 1.13;
+    3.6: 1.10; 3.5: 1.5):
     it bounds torch for that folder's code, but says nothing about code elsewhere in the
     repository (SparseTrack's vendored TrackEval was "tested on Python 3.7")."""
 
@@ -813,7 +830,8 @@ def _pins_apex(root: Path) -> bool:
     """Does one of the folder's install documents or declaration files install NVIDIA apex
     at a fixed commit (``apex/tree/<sha>``, ``apex.git@<sha>``: hysts' requirements.txt has
     ``git+https://github.com/NVIDIA/apex.git@02a3387...``; or ``git checkout``/``git reset
-    --hard <sha>`` just after apex is cloned), or a frozen environment file pins apex beside
+    --hard <sha>`` just after apex is cloned, or a release tag from before apex dropped
+    ``apex.amp``: ``git checkout 22.03``), or a frozen environment file pins apex beside
     an exact torch older than 2.4?"""
     declarations = set(_declaration_files(root))
     for path in [*_install_documents(root), *declarations]:
@@ -826,6 +844,10 @@ def _pins_apex(root: Path) -> bool:
             return True
         for found in _GIT_AT_COMMIT.finditer(text):
             if "apex" in text[max(0, found.start() - 300) : found.start()].lower():
+                return True
+        for found in _GIT_AT_RELEASE.finditer(text):
+            release = (int(found.group(1)), int(found.group(2)))
+            if release < _APEX_AMP_REMOVED and "apex" in text[max(0, found.start() - 300) : found.start()].lower():
                 return True
     return False
 
@@ -871,8 +893,9 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             yield Requirement(f"torch<={_PYTORCH_CUDA_NEWEST[cuda]}")
         if _LTS_TORCH.search(text):
             yield Requirement("torch==1.8")
-        if _OLD_PYTHON.search(text) and not _NEWER_PYTHON_ALLOWED.search(text) and not _NEWER_PYTHON.search(text):
-            yield PythonImpliedTorch("torch<=1.13")
+        named = [_minor(found.group(0)) for found in _OLD_PYTHON.finditer(text)]
+        if named and not _NEWER_PYTHON_ALLOWED.search(text) and not _NEWER_PYTHON.search(text):
+            yield PythonImpliedTorch(f"torch<={_newest_torch_for_python(max(named))}")
         for operator, version in _TABLED_TORCH.findall(text):
             yield Requirement(f"torch{_DOCUMENT_OPERATORS.get(operator, operator) or '>='}{version}")
         if path.suffix == ".sh" or _CONTAINER_FILE.match(path.name):
@@ -1055,8 +1078,11 @@ def _conda_python_implied(root: Path) -> Iterator[Requirement]:
             text = _read(path)
             if text is None or not any(line.rstrip() == "dependencies:" for line in text.splitlines()):
                 continue
-            if any(_CONDA_OLD_PYTHON.match(line.split(" #", 1)[0].strip()) for line in text.splitlines()):
-                yield PythonImpliedTorch("torch<=1.13")
+            named = [
+                _minor(line) for line in text.splitlines() if _CONDA_OLD_PYTHON.match(line.split(" #", 1)[0].strip())
+            ]
+            if named:
+                yield PythonImpliedTorch(f"torch<={_newest_torch_for_python(max(named))}")
                 return
 
 

@@ -37,8 +37,12 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     `torch.no_grad()` / `torch.inference_mode()` or in a function decorated with them,
     which never backpropagates even when its function trains elsewhere; so is a block whose
     own `with` also opens `no_grad`, `with autocast(), torch.no_grad():`, or whose body is
-    made only of `no_grad` blocks, VAND-APRIL-GAN's text-prompt precomputation), and files that scale
-    gradients anywhere (the scaler may be passed in), which includes, a decision of
+    made only of `no_grad` blocks, VAND-APRIL-GAN's text-prompt precomputation; nor is a
+    block that no backward can follow: none after it in its function and none in the
+    innermost loop that holds it, as in the validation and test loops that DiffusionDepth's
+    `train()` runs after each epoch's training loop; round AV), and files that scale
+    gradients anywhere (the scaler may be passed in; apex's `amp.scale_loss(loss, opt)`
+    counts, DiffusionDepth, round AV), which includes, a decision of
     amplint's, calling a scaler-named callable with the loss: `loss_scaler(loss,
     optimizer, ...)`, the protocol of timm's `NativeScaler` used by DeiT, ConvNeXt and
     MAE (whose fp32 branch calls `loss.backward()` beside it). Also not flagged, a
@@ -233,6 +237,27 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
         """,
     )
     INVALID = (
+        # Only the training block: no backward follows the validation loop's block.
+        Invalid(
+            """
+            import torch
+
+            def train(net, loader_train, loader_val, optimizer, loss_fn):
+                for epoch in range(10):
+                    net.train()
+                    for x in loader_train:
+                        with torch.autocast("cuda", dtype=torch.float16):
+                            out = net(x)
+                        loss_fn(out).backward()
+                        optimizer.step()
+                    net.eval()
+                    for x in loader_val:
+                        with torch.autocast("cuda", dtype=torch.float16):
+                            out = net(x)
+            """,
+            count=1,
+            line=7, column=13, message="float16 autocast in training without a GradScaler",
+        ),
         Invalid(
             """
             import torch
@@ -317,8 +342,11 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 continue
             if analysis.scalers.file_scales:
                 return
-            if not analysis.training.scope_backward_calls(analysis.tree.scope_of(node)):
+            backwards = analysis.training.scope_backward_calls(analysis.tree.scope_of(node))
+            if not backwards:
                 return
+            if not self._may_reach_backward(node, backwards):
+                return  # the validation loop of a function that trains earlier on
             if analysis.training.body_runs_without_grad(node):
                 return  # inference: no backward runs through this block
             if not analysis.training.optimizer_steps:
@@ -328,3 +356,24 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
                 f"float16 autocast in training without a GradScaler: small gradients underflow to zero{block.use.origin}",
             )
             return
+
+    def _may_reach_backward(self, node: cst.With, backwards: list[cst.Call]) -> bool:
+        """Can a backward run on what this block computes: one in the innermost loop that
+        holds the block, or one after it (a loss summed over a loop, then one backward)?
+        DiffusionDepth's `train()` ends each epoch with validation and test loops under the
+        same autocast, after `net.eval()`, that no backward follows."""
+        tree = self.context.analysis.tree
+        scope = tree.scope_of(node)
+        loop = next(
+            (
+                ancestor
+                for ancestor in tree.ancestors(node)
+                if isinstance(ancestor, (cst.For, cst.While)) and tree.scope_of(ancestor) is scope
+            ),
+            None,
+        )
+        start = self.context.span(node)[0]
+        return any(
+            self.context.span(call)[0] > start or (loop is not None and tree.within(call, loop)) for call in backwards
+        )
+

@@ -73,7 +73,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       decisions), whose value
       feeds AMP code: the device argument of an autocast, a GradScaler or `custom_fwd`,
       or the test that chooses between autocast and no autocast, directly or through
-      the one name it is assigned to (a device for a
+      the one name it is assigned to, or the instance attribute the class's methods read
+      (`self.device_type = ...` in `__init__`; musictransformer2023, round AU) (a device for a
       `torch.Generator` or a tensor is not AMP code: reproducible tests keep RNGs on CPU);
     - **(c)** `str(device)` passed as an autocast device type;
     - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
@@ -127,7 +128,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `enable_xformers_memory_efficient_attention: bool = True`, its default path);
     `args.enable_xformers_memory_efficient_attention`, a flag diffusers' scripts leave off,
     does not (this page's decision, from round AE, like the calls above). `self.device` assigned only CUDA
-    (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name; one
+    (`torch.device("cuda")`, `f"cuda:{rank}"`) is CUDA-bound like a `device` name, and so
+    is an attribute such as `cfg.device` that the file sets (spelled the same) only to CUDA
+    devices (a Kaggle solution's `cfg.device = "cuda:%d" % cfg.local_rank`; round AV); one
     assigned only `None`, where nothing in the file sets another object's `.device`, is a
     placeholder, not a device variable (micro_diffusion's text encoder wrapper; this
     page's decision).
@@ -330,6 +333,25 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # A config object's device, which the script sets only to CUDA devices (a Kaggle
+        # solution's `cfg.device = "cuda:%d" % cfg.local_rank`, round AV).
+        """
+        import os
+        import torch
+
+        def run_eval(model, loader, cfg):
+            for batch in loader:
+                batch = cfg.batch_to_device(batch, cfg.device)
+                with torch.autocast("cuda"):
+                    model(batch)
+
+        def main(cfg):
+            if "WORLD_SIZE" in os.environ:
+                cfg.device = "cuda:%d" % int(os.environ["LOCAL_RANK"])
+            else:
+                device = "cuda:%d" % cfg.gpu
+                cfg.device = device
+        """,
         # The epoch builds its loss on a CUDA device, unconditionally: CUDA-only (fastenhancer).
         """
         import torch
@@ -1378,6 +1400,27 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """,
     )
     INVALID = (
+        # Through an attribute another method reads (musictransformer2023's trainer).
+        Invalid(
+            """
+              import torch
+              from contextlib import nullcontext
+            + import amplint.runtime
+
+              class Trainer:
+                  def __init__(self, config):
+                      self.config = config
+            -         self.device_type = "cuda" if "cuda" in config.device else "cpu"
+            +         self.device_type = amplint.runtime.device_type(config.device)
+
+                  def train(self, model, batch):
+                      ctx = nullcontext() if self.device_type == "cpu" else torch.autocast(self.device_type)
+                      with ctx:
+                          return model(batch)
+            """,
+            unsafe=True,
+            line=7, column=28, message='maps every non-CUDA device (mps, xpu, ...) to "cpu"',
+        ),
         # The placeholder is set to a device by the file that builds the wrapper.
         Invalid(
             """
@@ -1925,15 +1968,35 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         parent = tree.parent(value)
         if isinstance(parent, cst.Arg):
             return self._is_amp_device_argument(parent)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            for binding in self.context.analysis.bindings.of(parent.targets[0].target):
-                for access in binding.references:
-                    argument = tree.parent(access.node)
-                    if isinstance(argument, cst.Arg) and self._is_amp_device_argument(argument):
-                        return True
-                    if self._chooses_autocast(access.node):
-                        return True
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return False
+        target = parent.targets[0].target
+        if isinstance(target, cst.Name):
+            reads: list[cst.CSTNode] = [
+                access.node for binding in self.context.analysis.bindings.of(target) for access in binding.references
+            ]
+        else:
+            member = self.context.analysis.classes.instance_attribute(target)
+            if member is None:
+                return False
+            # `self.device_type = "cuda" if "cuda" in config.device else "cpu"`, read by
+            # another method of the class (musictransformer2023's trainer, round AU).
+            reads = [
+                read
+                for read in self.context.analysis.training.occurrences(dotted_name(target) or "")
+                if read is not target and self._in_class(read, member[0])
+            ]
+        for read in reads:
+            argument = tree.parent(read)
+            if isinstance(argument, cst.Arg) and self._is_amp_device_argument(argument):
+                return True
+            if self._chooses_autocast(read):
+                return True
         return False
+
+    def _in_class(self, node: cst.CSTNode, cls: cst.ClassDef) -> bool:
+        scope = self.context.analysis.tree.scope_of(node)
+        return isinstance(scope, cst.FunctionDef) and self.context.analysis.tree.class_of(scope) is cls
 
     def _chooses_autocast(self, read: cst.CSTNode) -> bool:
         """Is ``read`` tested to choose between autocast and no autocast

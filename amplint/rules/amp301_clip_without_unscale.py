@@ -58,7 +58,10 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     Safe: the fix inserts `scaler.unscale_(optimizer)` on its own line just before the
     clip, with the optimizer taken from the `scaler.step(optimizer)` call. It is offered
     only where the clip runs after the scaled backward on every path (in the block that
-    holds it), not for a clip shared with a float32 branch where the scaler may be `None`
+    holds it) and reaches the step every time (the step's block holds the clip: not for a
+    clip on every micro-step before a step only on accumulation steps, where the second
+    `unscale_` before an `update()` raises; round AV), not for a clip shared with a float32
+    branch where the scaler may be `None`
     (RULES.md gives the fix unconditionally; withholding it there is this page's decision). The clip then
     clips the real gradients, as the code evidently means, and `scaler.step` skips its
     own unscaling (a test proves the resulting norms with torch). Several clips after one
@@ -172,6 +175,26 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             """,
             line=8, column=29, message="clipped while still scaled by `self.scaler`",
         ),
+        # A clip on every micro-step, a step only on accumulation steps: reported, but an
+        # `unscale_` before the clip would run twice before an `update()`, which raises.
+        Invalid(
+            """
+            import torch
+
+            def train_one_epoch(model, loader, optimizer, scaler, accum):
+                for i, x in enumerate(loader):
+                    with torch.autocast("cuda"):
+                        loss = model(x).sum() / accum
+                    scaler.scale(loss).backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    if (i + 1) % accum == 0:
+                        scaler.step(optimizer)
+                        scaler.update()
+                        optimizer.zero_grad()
+            """,
+            fixed=None,
+            line=8, column=9, message="clipped while still scaled by `scaler`",
+        ),
         # The clip is shared with the float32 branch, where `scaler` is None: reported, but
         # an unconditional `unscale_` would crash that branch (PointNeXt).
         Invalid(
@@ -227,6 +250,7 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             step.optimizer is not None
             and isinstance(statement, cst.SimpleStatementLine)
             and self._on_every_path_after(backward, node)
+            and self._steps_whenever_clipped(step.call, node)
             and not self._clipped_before(scope, backward_position, position)
         ):
             line_start = self.context.line_start(self.context.span(statement)[0])
@@ -254,6 +278,16 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             and self.qualified_name(call.func) in CLIP_FUNCTIONS
             for call in tree.index.calls
         )
+
+    def _steps_whenever_clipped(self, step: cst.Call, clip: cst.Call) -> bool:
+        """Does every clip reach the step: is the step's statement in a block that holds the
+        clip? A clip on every micro-step before a step only on accumulation steps (`if (i + 1)
+        % accum == 0: scaler.step(opt)`) would get an `unscale_` on every micro-step, and the
+        second one before an `update()` raises (a Kaggle solution, round AV)."""
+        tree = self.context.analysis.tree
+        statement = tree.statement_of(step)
+        block = tree.parent(statement) if statement is not None else None
+        return block is not None and tree.within(clip, block)
 
     def _on_every_path_after(self, backward: cst.Call, clip: cst.Call) -> bool:
         """Does the clip run only after the scaled backward ran: is it in the block that
