@@ -329,8 +329,8 @@ class Declared:
 
     torch: tuple[Requirement, ...] = ()
     amplint: bool = False
-    # A document installs NVIDIA apex at a fixed commit (unilm's `git reset --hard 1603407`),
-    # or names a Python older than native AMP: an apex of its day, which still has apex.amp.
+    # A document installs NVIDIA apex at a fixed commit (unilm's `git reset --hard 1603407`):
+    # an apex of its day, which still has apex.amp.
     apex_pinned: bool = False
 
 
@@ -371,9 +371,7 @@ def _declared(root: Path, signature: tuple[tuple[str, int, int], ...]) -> Declar
         # bare requirement).
         torch.extend(_documented_torch(root))
         torch.extend(_conda_python_implied(root))
-    # A Python that no torch with native AMP runs on (PANDA's readme.txt: "Python 3.5.1",
-    # beside a `torch>=1.5.0` requirements file; torch 1.6 dropped 3.5) keeps an apex of its day.
-    return Declared(tuple(torch), amplint, _pins_apex(root) or _python_holds_before_native_amp(root))
+    return Declared(tuple(torch), amplint, _pins_apex(root))
 
 
 def _companion_torch(companions: Iterable[Requirement]) -> Iterator[Requirement]:
@@ -490,15 +488,6 @@ def project_facts(
     helpers = declares_amplint if runtime_helpers is None else runtime_helpers
     apex_amp = container or held_back or any(declared.apex_pinned for declared in declarations)
     return ProjectFacts(target_torch=target, newest_torch=newest, runtime_helpers=helpers, apex_amp_available=apex_amp)
-
-
-def _python_holds_before_native_amp(folder: Path) -> bool:
-    """Does one of the folder's install documents name a Python that no torch with native
-    AMP runs on (3.5 or older)?"""
-    return any(
-        isinstance(requirement, PythonImpliedTorch) and _held_below(requirement, NATIVE_AMP_TORCH)
-        for requirement in _documented_torch(folder)
-    )
 
 
 def _held_below(requirement: Requirement, version: TorchVersion) -> bool:
