@@ -664,3 +664,24 @@ def test_code_that_imports_a_module_torch_dropped_runs_on_an_older_torch(tmp_pat
     (root / "util/misc.py").write_text("from torch import inf\n", encoding="utf-8")
     (root / "old.py").write_text("from torch._six import inf\n", encoding="utf-8")
     assert [code for code, _, _ in _check(root, "train.py", "AMP001")] == ["AMP001"]
+
+
+def test_a_class_whose_constructor_builds_a_cuda_only_object_from_another_file(tmp_path: Path) -> None:
+    # PhysicsLM4: the model adapter's __init__ builds lingua's GPUMemoryMonitor("cuda"), whose
+    # own __init__ asks torch.cuda for the current device: no adapter exists without CUDA.
+    metrics = (
+        "import torch\n\n\nclass GPUMemoryMonitor:\n    def __init__(self, device='cuda:0'):\n"
+        "        self.device = torch.device(device)\n        self.index = torch.cuda.current_device()\n"
+    )
+    adapter = (
+        "import torch\nfrom lingua.metrics import GPUMemoryMonitor\n\n\nclass Adapter:\n"
+        "    def __init__(self, model):\n        self.model = model\n        self.device = next(model.parameters()).device\n"
+        "{monitor}"
+        "\n    def generate(self, x):\n        with torch.amp.autocast(device_type='cuda', dtype=torch.bfloat16):\n"
+        "            return self.model(x.to(self.device))\n"
+    )
+    files = {"lingua/__init__.py": "", "lingua/metrics.py": metrics}
+    cuda = _project(tmp_path / "cuda", {**files, "eval.py": adapter.format(monitor="        self.monitor = GPUMemoryMonitor('cuda')\n")})
+    assert _check(cuda, "eval.py", "AMP201") == []
+    plain = _project(tmp_path / "plain", {**files, "eval.py": adapter.format(monitor="")})
+    assert [(code, row) for code, row, _ in _check(plain, "eval.py", "AMP201")] == [("AMP201", 11)]

@@ -903,6 +903,11 @@ def train(model, optimizer, loader):
             True,
         ),
         ({"requirements.txt": "apex==0.1\ntorch==1.12.1\n"}, True),
+        # A README's list of versions, then a clone of current apex (ConSERT): no frozen file.
+        (
+            {"README.md": "```\ntorch==1.6.0\napex==0.1.0\n```\ngit clone https://github.com/NVIDIA/apex\ncd apex\npip install -v ./\n"},
+            False,
+        ),
         # Beside a current torch, or a torch floor, an apex pin says nothing of its age.
         ({"requirements.txt": "apex==0.1\ntorch==2.5.1\n"}, False),
         ({"requirements.txt": "apex==0.1\ntorch>=1.7\n"}, False),

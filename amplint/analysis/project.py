@@ -298,6 +298,8 @@ class ProjectAnalysis:
         for call in self.tree.index.calls:
             if self.tree.scope_of(call) is scope and self.devices.on_path(call, node, statement) and self._needs_cuda(call):
                 return True
+        if self._constructor_needs_cuda(scope):
+            return True
         if isinstance(scope, cst.Module) and self._main_requires_cuda:
             return True
         function = scope if isinstance(scope, cst.FunctionDef) else None
@@ -359,6 +361,20 @@ class ProjectAnalysis:
                 if self.tree.running_block(call) is block and (self.devices.call_requires_cuda(call) or self._needs_cuda(call)):
                     return True
         return False
+
+    def _constructor_needs_cuda(self, scope: cst.CSTNode) -> bool:
+        """Is ``scope`` a method of a class whose ``__init__`` always calls a project function
+        or class that needs CUDA (PhysicsLM4's model adapter builds lingua's
+        ``GPUMemoryMonitor("cuda")``, whose ``__init__`` asks ``torch.cuda`` for the device's
+        name and memory)? No instance exists without CUDA."""
+        found = self.classes.method_of(scope.body) if isinstance(scope, cst.FunctionDef) else None
+        if found is None or found[1].name.value == "__init__":
+            return False
+        init = next((method for method in self.classes.methods(found[0]) if method.name.value == "__init__"), None)
+        return init is not None and any(
+            self.tree.scope_of(call) is init and self.tree.running_block(call) is init.body and self._needs_cuda(call)
+            for call in self.tree.index.calls
+        )
 
     def _needs_cuda(self, call: cst.Call) -> bool:
         effects = self.effects(call, constructors=True)

@@ -834,13 +834,18 @@ def _pins_apex(root: Path) -> bool:
     ``apex.amp``: ``git checkout 22.03``), or a frozen environment file pins apex beside
     an exact torch older than 2.4?"""
     declarations = set(_declaration_files(root))
-    for path in [*_install_documents(root), *declarations]:
+    # A frozen environment is a file of its own (REFERS' exported environment.yml), not the
+    # list a README shows before it clones current apex (ConSERT: `torch==1.6.0`,
+    # `apex==0.1.0`, then `git clone https://github.com/NVIDIA/apex`).
+    documents = _install_documents(root)
+    frozen_candidates = set(_declaration_names(root)) - set(documents)
+    for path in [*documents, *declarations]:
         text = _read(path)
         if text is None or "apex" not in text.lower():
             continue
         if _APEX_AT_COMMIT.search(text) or _APEX_FORK.search(text):
             return True
-        if path in declarations and _frozen_with_old_apex(text):
+        if path in frozen_candidates and _frozen_with_old_apex(text):
             return True
         for found in _GIT_AT_COMMIT.finditer(text):
             if "apex" in text[max(0, found.start() - 300) : found.start()].lower():

@@ -153,7 +153,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `model = LGM(opt)`, whose renderer makes a `device="cuda"` tensor, then define the
     `process` that opens the autocast); and so does every method of a class whose
     `__init__` requires CUDA unconditionally (map-anything's wrappers call
-    `torch.cuda.get_device_capability()` there). Module-level code, (d) included, is
+    `torch.cuda.get_device_capability()` there), also through a project class or function
+    it calls (PhysicsLM4's model adapter builds `GPUMemoryMonitor("cuda")`, whose own
+    `__init__`, in another file, asks `torch.cuda` for the current device; round AW). Module-level code, (d) included, is
     silent when the script's `if __name__ == "__main__":` block calls something that needs
     CUDA (CLIP4Clip and GeneFace initialise NCCL at import; their `main()` sets the CUDA
     device). From round W: a `device` parameter (or `self.device = device` in an
