@@ -46,7 +46,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     and that the file never calls (round X: mmgeneration's `train_step(...,
     loss_scaler=None)` steps D and G, and its runner in another file updates once after):
     the caller owns the scaler and its update. Only a caller in the file that passes
-    the scaler and never updates it shows the update missing. Nor is an object named like a scaler that the file builds with
+    the scaler and never updates it shows the update missing. Nor is a local alias of
+    several scalers (`current_scaler = external_scaler or self._scaler`) whose alternatives
+    the file updates (`self._scaler.update()`): an `update()` on the alias would update that
+    scaler twice, which raises (HarmonyDream, round AW). Nor is an object named like a scaler that the file builds with
     some other call and never uses to scale a loss (fairscale's
     `layer_scaler = LayerwiseGradientScaler(...)`): RULES.md's scaler (section D) is one
     built as a GradScaler or used as `X.scale(loss).backward()`. Where the file does not
@@ -167,6 +170,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 loss_scaler.step(optimizer["d"])
                 loss_scaler.scale(self.g_loss(data)).backward()
                 loss_scaler.step(optimizer["g"])
+        """,
+        # The stepped scaler is an alias of one the method updates (HarmonyDream's optimizer
+        # wrapper: a caller that passes its own scaler updates it).
+        """
+        class Optimizer:
+            def step(self, loss, external_scaler=None):
+                current_scaler = external_scaler or self._scaler
+                current_scaler.step(self._opt)
+                if external_scaler is None:
+                    self._scaler.update()
         """,
         # A helper handed the scaler steps the optimizers; its caller updates (nerfstudio).
         """
@@ -324,12 +337,26 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         scalers = self.context.analysis.scalers
         if any(c.method == "update" and call.same_object_possible(c) for c in scalers.calls):
             return
-        if scalers.update_left_to_caller(call):
+        if scalers.update_left_to_caller(call) or self._alias_updated(call):
             return
         self.report(
             call.call,
             f"`{call.scaler}.step()` without `{call.scaler}.update()`: the next step raises and the scale never adapts",
             fix=self._add_update_fix(call),
+        )
+
+    def _alias_updated(self, call: ScalerCall) -> bool:
+        """Is the stepped scaler a local alias of scalers the file updates (HarmonyDream:
+        `current_scaler = external_scaler or self._scaler`, stepped, then `if external_scaler
+        is None: self._scaler.update()`, the caller updating its own)? An `update()` added
+        to the alias would update that scaler twice, which raises."""
+        receiver = call.call.func
+        if not isinstance(receiver, cst.Attribute) or not isinstance(receiver.value, cst.Name):
+            return False
+        operands = _alternatives(self.context.analysis.bindings.single_value(receiver.value))
+        spelled = {dotted_name(operand) for operand in operands} - {None}
+        return len(operands) > 1 and any(
+            c.method == "update" and c.scaler in spelled for c in self.context.analysis.scalers.calls
         )
 
     def _add_update_fix(self, call: ScalerCall) -> Fix | None:
@@ -480,3 +507,13 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                         f"`{call.scaler}.unscale_({call.optimizer})` called twice before `step`: the second call raises",
                     )
                     return
+
+
+def _alternatives(value: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+    """The values ``a or b`` / ``b if c else a`` may give (one item for anything else)."""
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        return [*_alternatives(value.left), *_alternatives(value.right)]
+    if isinstance(value, cst.IfExp):
+        return [*_alternatives(value.body), *_alternatives(value.orelse)]
+    return [value] if value is not None else []
+
