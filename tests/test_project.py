@@ -748,6 +748,15 @@ def test_the_only_folder_that_bounds_torch_speaks_for_a_project_that_states_it_o
     )
     assert project_facts(two, file=two / "C/train.py").target_torch is None
     assert project_facts(two, file=two / "A/x.py").target_torch == (1, 8)
+    # Nor when each caps torch: shared root code (rope-vit's models/, used by its deit/ on
+    # torch==1.13.1 and its SwinTransformer/ on pytorch==1.8.0) cannot be told from a sibling
+    # demo that states nothing (isc-demos' tv-segmentation/ beside demos pinned 2.1.2..2.6.0,
+    # judged current torch); taking the oldest cost ten judged-true findings for three.
+    capped = _project(
+        tmp_path / "capped",
+        {"deit/requirements.txt": "torch==1.13.1\n", "Swin/requirements.txt": "torch==1.8.0\n", "models/vit.py": ""},
+    )
+    assert project_facts(capped, file=capped / "models/vit.py").target_torch is None
     # Folders that all state one target speak for their neighbours (TFace's recognition tasks
     # each say torch>=1.7.1 beside their shared torchkit); the nearest enclosing folder that
     # holds any decides, so a disagreement elsewhere does not silence them.
