@@ -284,4 +284,4 @@ def test_watch_from_the_command_line_until_ctrl_c(project: Path) -> None:
         assert next_report() == []
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 130
+        assert process.wait(timeout=60) == 130
