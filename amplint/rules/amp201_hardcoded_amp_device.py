@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from amplint.analysis.autocast import AutocastUse
 from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, is_none, string_literal
 from amplint.analysis.torch_api import (
     AUTOCAST_BEYOND_CUDA,
@@ -244,7 +245,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     all choose between CUDA and devices whose default dtype is bfloat16, with no dtype of
     their own (`torch.autocast("cuda" if torch.cuda.is_available() else "cpu")`): float16
     then runs only on CUDA, where this scaler works, and bfloat16 needs no scaling (a
-    device-taking scaler there would be the useless bfloat16 scaler AMP302 reports). This
+    device-taking scaler there would be the useless bfloat16 scaler AMP302 reports), nor one
+    whose autocasts run only on CUDA because their conditional hands the other device type a
+    no-op context (nanoGPT's `nullcontext() if device_type == "cpu" else
+    torch.amp.autocast(device_type=device_type, ...)`, also kept on the instance as
+    `self.ctx`; TabularTransformer, round AX). This
     goes beyond RULES.md's letter for (a), on purpose: its premise, AMP running unscaled
     off CUDA, cannot happen there.
 
@@ -335,6 +340,31 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # nanoGPT's trainers: autocast only where the device type is not "cpu", so float16
+        # runs only on CUDA and a CUDA scaler is the one it needs (TabularTransformer).
+        """
+        import torch
+        from contextlib import nullcontext
+
+        class Trainer:
+            def __init__(self, device):
+                self.device = device
+                self.device_type = "cuda" if torch.cuda.is_available() else "cpu"
+
+            def train(self, model, loader, optimizer):
+                self.ctx = (
+                    nullcontext()
+                    if self.device_type == "cpu"
+                    else torch.amp.autocast(device_type=self.device_type, dtype=torch.float16)
+                )
+                scaler = torch.amp.GradScaler("cuda", enabled=True)
+                for x in loader:
+                    with self.ctx:
+                        loss = model(x.to(self.device))
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+        """,
         # A config object's device, which the script sets only to CUDA devices (a Kaggle
         # solution's `cfg.device = "cuda:%d" % cfg.local_rank`, round AV).
         """
@@ -1814,11 +1844,61 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         else "cpu")`, MONAI's tutorials)? float16 then runs only on CUDA, where a CUDA
         scaler is what it needs; elsewhere bfloat16 needs none."""
         scalers = self.context.analysis.scalers
-        blocks = [block for block in scalers.served_blocks(scalers.served_region(construction)) if not block.disabled]
-        return bool(blocks) and all(
-            block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"}
+        region = scalers.served_region(construction)
+        blocks = [block for block in scalers.served_blocks(region) if not block.disabled]
+        if not blocks:
+            # nanoGPT's trainers keep the context on the instance (`self.ctx = nullcontext()
+            # if ... else torch.amp.autocast(...)`, then `with self.ctx:`).
+            member_uses = self._member_context_uses(region)
+            return bool(member_uses) and all(self._autocast_devices(use) == frozenset({"cuda"}) for use in member_uses)
+        return all(
+            (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})
+            or self._autocast_devices(block.use) == frozenset({"cuda"})
             for block in blocks
         )
+
+    def _member_context_uses(self, region: cst.CSTNode) -> list[AutocastUse]:
+        """The autocasts of ``with self.<attr>:`` items in ``region``, where the class sets
+        that attribute only to autocast contexts; none if any such item is something else."""
+        analysis = self.context.analysis
+        uses: list[AutocastUse] = []
+        for statement in analysis.tree.index.withs:
+            if analysis.tree.scope_of(statement) is not region:
+                continue
+            for item in statement.items:
+                member = analysis.classes.instance_attribute(item.item)
+                values = analysis.classes.attribute_values(*member) if member is not None else None
+                if not values:
+                    continue
+                found = [analysis.autocast.autocast_use(value) for value in values]
+                if any(use is None for use in found):
+                    return []
+                uses.extend(use for use in found if use is not None)
+        return uses
+
+    def _autocast_devices(self, use: AutocastUse) -> frozenset[str] | None:
+        """The device types the autocast may run on, when its conditional hands some of its
+        known ones a no-op context; else None. nanoGPT's `nullcontext() if device_type ==
+        "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)`, where
+        `device_type` is "cuda" or "cpu", runs AMP only on CUDA, so `GradScaler("cuda")` is
+        the scaler it needs (TabularTransformer, round AX)."""
+        if use.device_types is None or use.conditional is None or use.device_expr is None or use.call is None:
+            return None
+        test = use.conditional.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        comparison = test.comparisons[0]
+        literal = string_literal(comparison.comparator)
+        code = self.context.module.code_for_node
+        if literal is None or code(test.left) != code(use.device_expr):
+            return None
+        tree = self.context.analysis.tree
+        in_body = tree.within(use.call, use.conditional.body)
+        if isinstance(comparison.operator, cst.Equal) and not in_body:
+            return use.device_types - {literal}  # `nullcontext() if d == "cpu" else autocast(d)`
+        if isinstance(comparison.operator, cst.NotEqual) and in_body:
+            return use.device_types - {literal}  # `autocast(d) if d != "cpu" else nullcontext()`
+        return None
 
     def _is_str_of_device(self, expr: cst.BaseExpression) -> bool:
         return (
