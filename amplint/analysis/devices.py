@@ -266,7 +266,7 @@ class DeviceAnalysis:
             # Nor a placeholder never set to a device (micro_diffusion's text encoder wrapper:
             # `self.device = None`, and nothing in the file sets another).
             return cls is None or not (
-                self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_deviceis_none(cls)
+                self._self_device_is_cuda(cls) or self._inherits_cuda_device(variable.expr) or self._self_device_is_none(cls)
             )
         if variable.kind == "attribute" and (
             self._of_cuda_bound_instance(variable.expr) or self._attribute_set_only_to_cuda(variable.text)
@@ -339,7 +339,7 @@ class DeviceAnalysis:
         values = self.classes.attribute_values(cls, "device")
         return bool(values) and all(self._holds_cuda(value) for value in values or ())
 
-    def _self_deviceis_none(self, cls: cst.ClassDef) -> bool:
+    def _self_device_is_none(self, cls: cst.ClassDef) -> bool:
         values = self.classes.attribute_values(cls, "device")
         if not values or not all(is_none(value) for value in values):
             return False
@@ -403,7 +403,7 @@ class DeviceAnalysis:
         also hands on (a callback, ``spawn(train, ...)``) may be called with anything."""
         if not isinstance(param, cst.Param) or param.star not in ("", cst.MaybeSentinel.DEFAULT):
             return False
-        function = next((node for node in self.tree.ancestors(param) if isinstance(node, cst.FunctionDef)), None)
+        function = self._enclosing_function(param)
         if function is None:
             return False
         calls = self.plain_calls_of(function)
@@ -486,8 +486,11 @@ class DeviceAnalysis:
         return isinstance(entry, dict) and entry.get("from_parameter") is True
 
     def _of_uncalled_function(self, node: cst.CSTNode) -> bool:
-        function = next((n for n in self.tree.ancestors(node) if isinstance(n, cst.FunctionDef)), None)
+        function = self._enclosing_function(node)
         return function is not None and not self.plain_calls_of(function)
+
+    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        return next((ancestor for ancestor in self.tree.ancestors(node) if isinstance(ancestor, cst.FunctionDef)), None)
 
     def expression_at(self, node: cst.CSTNode, *, strict: bool = False) -> str | None:
         """Source text of the device variable a fix at ``node`` can use, if one is certain.
@@ -892,14 +895,22 @@ class DeviceAnalysis:
         """Is ``scope`` a method of a class whose ``__init__`` requires CUDA whenever it runs
         (map-anything's model wrappers call ``torch.cuda.get_device_capability()`` there):
         no instance exists without CUDA."""
+        return any(self.call_requires_cuda(call) for call in self.constructor_calls(scope))
+
+    def constructor_calls(self, scope: ScopeNode) -> list[cst.Call]:
+        """For a method other than ``__init__``: the calls its class's ``__init__`` makes
+        whenever it runs (in its own body, under no condition); none for anything else."""
         found = self.classes.method_of(scope.body) if isinstance(scope, cst.FunctionDef) else None
         if found is None or found[1].name.value == "__init__":
-            return False
+            return []
         init = next((method for method in self.classes.methods(found[0]) if method.name.value == "__init__"), None)
-        return init is not None and any(
-            self.tree.scope_of(call) is init and self.tree.running_block(call) is init.body and self.call_requires_cuda(call)
+        if init is None:
+            return []
+        return [
+            call
             for call in self.tree.index.calls
-        )
+            if self.tree.scope_of(call) is init and self.tree.running_block(call) is init.body
+        ]
 
     def _scope_requires_cuda(
         self, scope: ScopeNode, path: tuple[cst.CSTNode, cst.CSTNode | None] | None, *, follow_methods: bool

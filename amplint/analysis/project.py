@@ -36,7 +36,7 @@ from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import last_name
 from amplint.analysis.torch_api import REMOVED_TORCH_MODULES
 from amplint.analysis.training import TrainingAnalysis
-from amplint.analysis.tree import Tree
+from amplint.analysis.tree import ScopeNode, Tree
 from amplint.analysis.values import Values
 from amplint.analysis.wrappers import AutocastWrappers, ScalerMakers
 from amplint.engine.context import SourceContext
@@ -362,19 +362,12 @@ class ProjectAnalysis:
                     return True
         return False
 
-    def _constructor_needs_cuda(self, scope: cst.CSTNode) -> bool:
+    def _constructor_needs_cuda(self, scope: ScopeNode) -> bool:
         """Is ``scope`` a method of a class whose ``__init__`` always calls a project function
         or class that needs CUDA (PhysicsLM4's model adapter builds lingua's
         ``GPUMemoryMonitor("cuda")``, whose ``__init__`` asks ``torch.cuda`` for the device's
         name and memory)? No instance exists without CUDA."""
-        found = self.classes.method_of(scope.body) if isinstance(scope, cst.FunctionDef) else None
-        if found is None or found[1].name.value == "__init__":
-            return False
-        init = next((method for method in self.classes.methods(found[0]) if method.name.value == "__init__"), None)
-        return init is not None and any(
-            self.tree.scope_of(call) is init and self.tree.running_block(call) is init.body and self._needs_cuda(call)
-            for call in self.tree.index.calls
-        )
+        return any(self._needs_cuda(call) for call in self.devices.constructor_calls(scope))
 
     def _needs_cuda(self, call: cst.Call) -> bool:
         effects = self.effects(call, constructors=True)
