@@ -111,10 +111,14 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     Nor where an install document or requirements file of the file's folders pins apex
     to a commit (`git reset --hard <sha>` after cloning apex, `apex/tree/<sha>`,
     `apex.git@<sha>`: unilm's subprojects; hysts' `git+https://github.com/NVIDIA/apex.git@<sha>`
-    in requirements.txt) or installs a fork of it (`github.com/ptrblck/apex`: SimXNS),
-    or a frozen environment file pins apex beside an exact torch older than 2.4 (REFERS'
-    exported `environment.yml`: `pytorch=1.7.0=py3.6_cuda10.1...` and `apex==0.1`; this
-    page's decision, from round AP): an apex of its day, which has `apex.amp`; nor where the
+    in requirements.txt), or to one of apex's release tags from before it removed
+    `apex.amp` in April 2025 (`git checkout 22.03` after the clone: DiffusionDepth; this
+    page's decision, from round AV), or installs a fork of it (`github.com/ptrblck/apex`:
+    SimXNS), or a frozen environment file pins apex beside an exact torch older than 2.4
+    (REFERS' exported `environment.yml`: `pytorch=1.7.0=py3.6_cuda10.1...` and `apex==0.1`;
+    this page's decision, from round AP; a README's list of versions that then clones
+    current apex is no frozen file: ConSERT, round AV): an apex of its day, which has
+    `apex.amp`; nor where the
     project's torch is held below native AMP (some torch bound of its nearest
     declaration caps it below 1.6, `torch==1.4.0`, `conda install pytorch==1.4.0`,
     `pytorch/pytorch:1.1.0`, and none of its bounds with a floor admits newer; a ceiling

@@ -40,9 +40,9 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     made only of `no_grad` blocks, VAND-APRIL-GAN's text-prompt precomputation; nor is a
     block that no backward can follow: none after it in its function and none in the
     innermost loop that holds it, as in the validation and test loops that DiffusionDepth's
-    `train()` runs after each epoch's training loop; round AV), and files that scale
-    gradients anywhere (the scaler may be passed in; apex's `amp.scale_loss(loss, opt)`
-    counts, DiffusionDepth, round AV), which includes, a decision of
+    `train()` runs after each epoch's training loop: amplint's decision, from round AV), and
+    files that scale gradients anywhere (the scaler may be passed in; apex's
+    `amp.scale_loss(loss, opt)` counts, DiffusionDepth, round AV), which includes, a decision of
     amplint's, calling a scaler-named callable with the loss: `loss_scaler(loss,
     optimizer, ...)`, the protocol of timm's `NativeScaler` used by DeiT, ConvNeXt and
     MAE (whose fp32 branch calls `loss.backward()` beside it). Also not flagged, a
