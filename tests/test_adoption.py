@@ -284,4 +284,6 @@ def test_watch_from_the_command_line_until_ctrl_c(project: Path) -> None:
         assert next_report() == []
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 130
+        # A shell reports 130 for both: CPython sometimes ends the process by SIGINT after
+        # `main` has returned 130, which shows as -2 here.
+        assert process.wait(timeout=60) in (130, -signal.SIGINT)

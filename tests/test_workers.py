@@ -184,7 +184,9 @@ def test_ctrl_c_stops_a_large_run_at_once(tmp_path: Path) -> None:
     time.sleep(1.0)  # the run is under way: files are being fixed and written
     assert process.poll() is None, "the run ended before it could be interrupted"
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 130  # a hang guard, not a timing claim
+    # A hang guard, not a timing claim. A shell reports 130 for both: CPython itself sometimes
+    # ends the process by SIGINT after `main` has returned 130 (seen here), which shows as -2.
+    assert process.wait(timeout=60) in (130, -signal.SIGINT)
     # No worker outlives the run.
     for _ in range(50):
         try:
