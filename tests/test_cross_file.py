@@ -563,6 +563,41 @@ def test_a_device_member_a_base_class_elsewhere_takes_from_its_constructor(tmp_p
     assert [(code, row) for code, row, _ in _check(picks, "trainers/cell.py", "AMP201")] == [("AMP201", 7)]
 
 
+def test_a_device_property_a_base_class_elsewhere_reads_from_its_parameters(tmp_path: Path) -> None:
+    # openvla's prismatic VLMs: the base class's `device` property returns the device of the
+    # model's own parameters, wherever its caller put it. Silent while the subclass's file
+    # chooses no device; it fires once the file does, or when the property picks one itself.
+    base = (
+        "import torch.nn as nn\n\n\nclass VLM(nn.Module):\n    @property\n    def device(self):\n"
+        "        return {returned}\n"
+    )
+    model = (
+        "import torch\nfrom models.base import VLM\n\n\nclass PrismaticVLM(VLM):\n"
+        "    def generate(self, x):\n        with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+        "            return self.llm(x.to(self.device))\n{extra}"
+    )
+    own = "next(self.parameters()).device"
+    files = {"models/__init__.py": ""}
+    given = _project(tmp_path / "given", {**files, "models/base.py": base.format(returned=own), "models/vlm.py": model.format(extra="")})
+    assert _check(given, "models/vlm.py", "AMP201") == []
+    submodule = base.format(returned="next(iter(self.llm.parameters())).device")
+    assert _check(_project(tmp_path / "sub", {**files, "models/base.py": submodule, "models/vlm.py": model.format(extra="")}), "models/vlm.py", "AMP201") == []
+    chooses = _project(
+        tmp_path / "chooses",
+        {
+            **files,
+            "models/base.py": base.format(returned=own),
+            "models/vlm.py": model.format(extra="\n\ndef fallback():\n    return torch.device('cpu')\n"),
+        },
+    )
+    assert [(code, row) for code, row, _ in _check(chooses, "models/vlm.py", "AMP201")] == [("AMP201", 7)]
+    picks = _project(
+        tmp_path / "picks",
+        {**files, "models/base.py": base.format(returned="pick_device()"), "models/vlm.py": model.format(extra="")},
+    )
+    assert [(code, row) for code, row, _ in _check(picks, "models/vlm.py", "AMP201")] == [("AMP201", 7)]
+
+
 def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
     # LGM: the model's renderer makes a `device="cuda"` tensor in its constructor, so the
     # scripts that build the model cannot run without CUDA, whatever their device variable.

@@ -912,6 +912,9 @@ def train(model, optimizer, loader):
             True,
         ),
         ({"requirements.txt": "apex==0.1\ntorch==1.12.1\n"}, True),
+        # pip freeze's spelling of a locally built apex (Vim's seg-requirements.txt).
+        ({"seg-requirements.txt": "apex @ file:///mnt/bn/data/apex\nmmcv-full==1.7.1\ntorch==1.12.1\n"}, True),
+        ({"requirements.txt": "apex @ file:///mnt/bn/data/apex\ntorch==2.5.1\n"}, False),
         # A README's list of versions, then a clone of current apex (ConSERT): no frozen file.
         (
             {"README.md": "```\ntorch==1.6.0\napex==0.1.0\n```\ngit clone https://github.com/NVIDIA/apex\ncd apex\npip install -v ./\n"},

@@ -46,7 +46,7 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
 )
 from amplint.analysis.tree import ScopeNode, Tree, if_chain
-from amplint.analysis.values import Values, is_cuda_value, is_parameter_value
+from amplint.analysis.values import Values, is_chosen_by_caller, is_cuda_value
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -460,8 +460,9 @@ class DeviceAnalysis:
     def arrives_from_outside(self, node: cst.CSTNode) -> bool:
         """Is every device variable at ``node`` handed in from outside the file: a parameter
         of a function the file never calls, or ``self.device`` set only from a parameter of
-        the method that sets it (``self.device = device`` in ``__init__``), in its class or
-        in a project base class? Its value is then chosen by code this file does not show."""
+        the method that sets it (``self.device = device`` in ``__init__``) or a property
+        returning the device of the module's own parameters, in its class or in a project
+        base class? Its value is then chosen by code this file does not show."""
         variables = self.variables(node)
         scope = self.tree.scope_of(node)
         cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
@@ -480,10 +481,10 @@ class DeviceAnalysis:
             return False
         if self.classes.members(cls, "device"):
             values = self.classes.attribute_values(cls, "device")
-            return bool(values) and all(is_parameter_value(self.names, self.bindings, value) for value in values or ())
+            return bool(values) and all(is_chosen_by_caller(self.names, self.bindings, value) for value in values or ())
         found = self.member_values.inherited_member(variable.expr) if self.member_values is not None else None
         entry = found[2] if found is not None else None
-        return isinstance(entry, dict) and entry.get("from_parameter") is True
+        return isinstance(entry, dict) and entry.get("chosen_by_caller") is True
 
     def _of_uncalled_function(self, node: cst.CSTNode) -> bool:
         function = self._enclosing_function(node)
@@ -1203,8 +1204,7 @@ class DeviceAnalysis:
         if isinstance(parent, cst.IfExp):
             # `torch.load(path, map_location="cpu" if quant else device)` stages weights in
             # host memory; it chooses no device to run on (LLaMA2-Accessory).
-            holder = self.tree.parent(parent)
-            return not (isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location")
+            return not self._is_map_location(parent)
         if isinstance(parent, cst.Arg):
             call = self.tree.parent(parent)
             if parent.keyword is not None and parent.keyword.value in ("device", "device_type"):
@@ -1214,7 +1214,9 @@ class DeviceAnalysis:
                 return not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "to_empty"))
             if isinstance(call, cst.Call):
                 if self.names.resolve(call.func) in DEVICE_CONSTRUCTORS:
-                    return True
+                    # `map_location=torch.device("cpu")` stages weights as the string does
+                    # (MambaInLlama's distillation scripts).
+                    return not self._is_map_location(call)
                 if parent.keyword is not None and parent.keyword.value == "default":
                     return any("device" in (string_literal(arg.value) or "") for arg in call.args)
             return False
@@ -1224,6 +1226,14 @@ class DeviceAnalysis:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             return any(last_name(target) in DEVICE_NAMES for target in targets)
         return False
+
+    def _is_map_location(self, value: cst.BaseExpression) -> bool:
+        """Is ``value`` the ``map_location=`` argument of a call, itself or as one side of a
+        conditional expression there?"""
+        holder = self.tree.parent(value)
+        if isinstance(holder, cst.IfExp):
+            holder = self.tree.parent(holder)
+        return isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location"
 
     def _guarded_under_same_test(self, branch: cst.If) -> bool:
         """An earlier ``if`` of the same block with the same test whose body leaves without

@@ -15,7 +15,7 @@ from amplint.engine.context import SourceContext
 from amplint.engine.index import Summarizer, Summary
 
 # The version of the summaries' layout: a change makes cached summaries stale.
-SUMMARY_VERSION = "amp-summary-7"
+SUMMARY_VERSION = "amp-summary-8"
 
 
 @dataclass(eq=False)

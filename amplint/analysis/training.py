@@ -43,6 +43,9 @@ TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
 TEST_DIRECTORIES = frozenset({"tests", "test"})
 BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?_.*|.*_bench(mark)?)\.py$")
 BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench"})
+# A script named as a numerical check (VMamba's `vmamba_checks.py` compares two models'
+# gradients under autocast).
+CHECK_FILE = re.compile(r"(^checks?_.*|.*_checks?)\.py$")
 # What follows `apex/` in a copy of NVIDIA apex: its package again (a repository checkout)
 # or one of its subpackages.
 APEX_PARTS = frozenset({"apex", "amp", "contrib", "fp16_utils", "pyprof", "optimizers", "parallel", "normalization", "mlp", "transformer"})
@@ -128,6 +131,11 @@ class TrainingAnalysis:
         """Is this a benchmark (``benchmark_*.py``, ``*_bench.py``, under ``benchmarks/``)?"""
         path = PurePath(self.source.path.replace("\\", "/"))
         return bool(BENCHMARK_FILE.match(path.name)) or bool(BENCHMARK_DIRECTORIES & set(path.parts[:-1]))
+
+    @property
+    def in_check_module(self) -> bool:
+        """Is this a check script (``check_*.py``, ``*_check.py``, ``*_checks.py``)?"""
+        return bool(CHECK_FILE.match(PurePath(self.source.path.replace("\\", "/")).name))
 
     # -- what a call or value is -------------------------------------------------------------
 

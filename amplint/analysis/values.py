@@ -214,9 +214,10 @@ class Values:
                 if all(is_cuda_value(self.names, self.bindings, source) for source in sources):
                     # `self.device = torch.device("cuda")`: a subclass in another file is CUDA-only.
                     table.setdefault(f"{cls.name.value}.{attr}", {})["cuda_only"] = True  # type: ignore[assignment]
-                elif all(is_parameter_value(self.names, self.bindings, source) for source in sources):
-                    # `self.device = device` in `__init__`: the subclass's constructor callers choose it.
-                    table.setdefault(f"{cls.name.value}.{attr}", {})["from_parameter"] = True  # type: ignore[assignment]
+                elif all(is_chosen_by_caller(self.names, self.bindings, source) for source in sources):
+                    # `self.device = device` in `__init__`, or a `device` property returning
+                    # `next(self.parameters()).device`: the subclass's callers choose it.
+                    table.setdefault(f"{cls.name.value}.{attr}", {})["chosen_by_caller"] = True  # type: ignore[assignment]
 
     def _construction(self, base: cst.BaseExpression) -> cst.Call | None:
         """The one call that built ``base`` (``config = TrainConfig(...)``, or
@@ -296,6 +297,35 @@ def is_parameter_value(names: NameResolver, bindings: Bindings, value: cst.BaseE
         return False
     found = bindings.assignments(value)
     return bool(found) and all(isinstance(binding.node, cst.Param) for binding in found)
+
+
+def is_chosen_by_caller(names: NameResolver, bindings: Bindings, value: cst.BaseExpression) -> bool:
+    """A device that the code building or moving the object chooses: a parameter (see
+    ``is_parameter_value``), or the device of the module's own parameters
+    (``next(self.parameters()).device``, what transformers' ``device`` property returns),
+    which is wherever the caller put the model."""
+    return is_parameter_value(names, bindings, value) or _is_own_parameters_device(value)
+
+
+def _is_own_parameters_device(value: cst.BaseExpression) -> bool:
+    if not (isinstance(value, cst.Attribute) and value.attr.value == "device"):
+        return False
+    call = value.value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
+        return False
+    inner = call.args[0].value
+    if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" and inner.args:
+        inner = inner.args[0].value
+    if not (
+        isinstance(inner, cst.Call)
+        and isinstance(inner.func, cst.Attribute)
+        and inner.func.attr.value in ("parameters", "buffers")
+    ):
+        return False
+    owner: cst.BaseExpression = inner.func.value
+    while isinstance(owner, cst.Attribute):  # `next(self.llm.parameters())`: a submodule's
+        owner = owner.value
+    return isinstance(owner, cst.Name) and owner.value == "self"
 
 
 def _is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression, depth: int) -> bool:

@@ -76,6 +76,23 @@ class SourceContext:
     def _spans(self) -> dict[cst.CSTNode, tuple[int, int]]:
         return syntactic_spans(self.module)
 
+    def never_runs(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in a branch that can never run: the body of ``if False:`` (or of a
+        test such as ``x and False``, HazyResearch m2's switched-off ``if self.num_labels
+        == 2 and False:``), the ``else`` of ``if True:``, or the body of ``while False:``?
+        Findings there are not reported: the author switched that code off."""
+        child = node
+        parents = self.parents
+        ancestor = parents.get(child)
+        while ancestor is not None:
+            if isinstance(ancestor, (cst.If, cst.While)):
+                if child is ancestor.body and _constant_truth(ancestor.test) is False:
+                    return True
+                if child is ancestor.orelse and isinstance(ancestor, cst.If) and _constant_truth(ancestor.test) is True:
+                    return True
+            child, ancestor = ancestor, parents.get(ancestor)
+        return False
+
     # -- positions ----------------------------------------------------------------------
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -219,3 +236,21 @@ def parent_map(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
         parents[node] = parent
         stack.extend((child, node) for child in reversed(significant_children(node)))
     return parents
+
+
+def _constant_truth(test: cst.BaseExpression) -> bool | None:
+    """The truth of a test that is the same every time (``False``, ``0``, ``x and False``,
+    ``not True``), or None."""
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        return test.value == "True"
+    if isinstance(test, cst.Integer):
+        return test.evaluated_value != 0
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _constant_truth(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _constant_truth(test.left), _constant_truth(test.right)
+        if isinstance(test.operator, cst.And):
+            return False if False in (left, right) else (True if left is right is True else None)
+        return True if True in (left, right) else (False if left is right is False else None)
+    return None

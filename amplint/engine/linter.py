@@ -174,6 +174,8 @@ def _diagnostics_of(
 ) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for report in instance.reports:
+        if context.never_runs(report.node):
+            continue
         start, end = context.span(report.node)
         fix = report.fix
         if fix is not None:

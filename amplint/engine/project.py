@@ -813,8 +813,9 @@ def _requirement_strings(root: Path) -> Iterator[str]:
 # A frozen environment (`conda env export`, `pip freeze`) that pins apex beside an exact torch
 # older than 2.4 (REFERS' environment.yml: `pytorch=1.7.0=py3.6_cuda10.1...` and pip's
 # `apex==0.1`): its apex was built when that torch was current, long before apex.amp was
-# removed in 2025.
-_APEX_EXACT = re.compile(r"^\s*(?:-\s*)?apex\s*==\s*[0-9]", re.IGNORECASE | re.MULTILINE)
+# removed in 2025. pip freeze writes a locally built apex as `apex @ file:///...` (Vim's
+# seg-requirements.txt beside torch==1.12.1).
+_APEX_EXACT = re.compile(r"^\s*(?:-\s*)?apex\s*(?:==\s*[0-9]|@\s*file:)", re.IGNORECASE | re.MULTILINE)
 _TORCH_EXACT = re.compile(r"^\s*(?:-\s*)?(?:py)?torch\s*==?\s*([0-9]+\.[0-9]+)(?:\.[0-9]+)?(?:[=+\s]|$)", re.IGNORECASE | re.MULTILINE)
 _APEX_FROZEN_BEFORE = (2, 4)
 

@@ -27,7 +27,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     determinism test), as AMP101 and AMP105 are; and benchmark modules (`benchmark_*.py`,
     `*_bench.py`, files under `benchmarks/`) where no optimizer steps: xformers' kernel
     benchmarks time `torch.norm(y).backward()` under autocast on purpose (a benchmark that
-    trains, with an optimizer step, is still reported). Also amplint's decision, from rounds R and
+    trains, with an optimizer step, is still reported), and check scripts (`check_*.py`,
+    `*_check.py`, `*_checks.py`) where no optimizer steps: VMamba's `vmamba_checks.py`
+    compares two models' gradients from `y.sum().backward()` under autocast (round AY). Also amplint's decision, from rounds R and
     S: a backward that runs only while the block's autocast is off — in the `else` of `if
     flag:` (or under `if not flag:`) where `flag` is the block's `enabled=` (STCN), or the
     condition under which alone the `with` item's name is bound to the autocast (DSVT:
@@ -273,8 +275,10 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         training = self.context.analysis.training
         if training.in_test_module:
             return
-        if training.in_benchmark_module and not training.optimizer_steps:
-            return  # a kernel benchmark times forward and backward together (xformers')
+        if (training.in_benchmark_module or training.in_check_module) and not training.optimizer_steps:
+            # A kernel benchmark times forward and backward together (xformers'); a check
+            # script compares gradients (VMamba's `vmamba_checks.py`).
+            return
         if not self.context.analysis.training.is_tensor_backward(node):
             self._check_callee(node)
             return

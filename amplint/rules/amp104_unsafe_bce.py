@@ -266,6 +266,17 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             fixed=None,
             line=3, column=13, message="use `nn.BCEWithLogitsLoss` on logits",
         ),
+        # Built and called at once: one finding, at the construction (round AY).
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            with torch.autocast('cuda'):
+                loss = nn.BCELoss()(probs, y)
+            """,
+            fixed=None,
+            count=1, line=4, column=12, message="use `nn.BCEWithLogitsLoss` on logits",
+        ),
         Invalid(
             """
             import torch
@@ -302,7 +313,8 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         return bool(own) and autocast.enclosing(node) is None
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualified_name(node.func)
+        # `nn.BCELoss()(x, y)`: the construction inside is the finding, not its call as well.
+        qualified = None if isinstance(node.func, cst.Call) else self.qualified_name(node.func)
         if qualified not in BCE_MODULES and qualified not in BCE_FUNCTIONS:
             self._check_callee(node)
             return

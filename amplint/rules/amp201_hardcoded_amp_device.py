@@ -84,8 +84,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     A device that only arrives from outside the file is no evidence by itself: (a) is
     silent when every device variable in scope is a parameter of a function the file never
     calls (`def train_one_epoch(model, loader, optimizer, device)`), or `self.device` set
-    only from a parameter of the method that sets it (`self.device = device` in `__init__`,
-    in the class or in a project base class in another file), and the file chooses no
+    only from a parameter of the method that sets it (`self.device = device` in `__init__`)
+    or a `device` property returning the device of the module's own parameters
+    (`next(self.parameters()).device`, as transformers' is: wherever the caller put the
+    model; openvla's prismatic VLMs, round AY), in the class or in a project base class in
+    another file, and the file chooses no
     device other than CUDA anywhere (no `"cpu"`/`"mps"`/`"xpu"` device value, default or
     `--device` option default, no CUDA-availability test with a fallback). Whether such
     code runs anywhere but CUDA is decided by callers this file does not show, and in the
@@ -340,6 +343,22 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     )
 
     VALID = (
+        # `self.device` is where the caller put the model (openvla's prismatic VLMs).
+        """
+        import torch
+        import torch.nn as nn
+
+        class VLM(nn.Module):
+            @property
+            def device(self):
+                return next(self.parameters()).device
+
+            @torch.inference_mode()
+            def generate(self, input_ids):
+                input_ids = input_ids.to(self.device)
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    return self.llm.generate(input_ids)
+        """,
         # nanoGPT's trainers: autocast only where the device type is not "cpu", so float16
         # runs only on CUDA and a CUDA scaler is the one it needs (TabularTransformer).
         """
@@ -894,6 +913,15 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
         def run():
             dist.init_process_group('nccl')
+        """,
+        # `map_location=torch.device('cpu')` stages weights as the string does (MambaInLlama).
+        """
+        import torch
+        import torch.distributed as dist
+
+        def main():
+            dist.init_process_group('nccl')
+            state = torch.load('ckpt.pt', map_location=torch.device('cpu'))
         """,
         # The class cannot be built without CUDA: its constructor asks the GPU's capability
         # (map-anything's model wrappers), so `device` in its methods is a CUDA device.

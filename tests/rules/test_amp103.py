@@ -55,7 +55,13 @@ def train(model, x, optimizer):
         ("benchmark_attention.py", KERNEL_BENCHMARK, 0),
         # A benchmark that trains (an optimizer steps) is reported like any training code.
         ("xformers/benchmarks/benchmark_pytorch_transformer.py", TRAINING_BENCHMARK, 2),
-        # Not a benchmark by its name.
+        # A check script compares gradients under autocast (VMamba's); one that trains is reported.
+        ("classification/models/vmamba_checks.py", KERNEL_BENCHMARK, 0),
+        ("check_grads.py", KERNEL_BENCHMARK, 0),
+        ("tools/model_check.py", KERNEL_BENCHMARK, 0),
+        ("train_checks.py", TRAINING_BENCHMARK, 2),
+        # Not a benchmark or check script by its name.
+        ("checkpointing.py", KERNEL_BENCHMARK, 1),
         ("models/attention.py", KERNEL_BENCHMARK, 1),
         ("benchmarking_utils/attention.py", KERNEL_BENCHMARK, 1),
     ],
