@@ -479,7 +479,7 @@ class DeviceAnalysis:
             )
         if variable.kind != "self" or cls is None:
             return False
-        if self.classes.members(cls, "device"):
+        if self.classes.members(cls, "device") or any(method.name.value == "device" for method in self.classes.methods(cls)):
             values = self.classes.attribute_values(cls, "device")
             return bool(values) and all(is_chosen_by_caller(self.names, self.bindings, value) for value in values or ())
         found = self.member_values.inherited_member(variable.expr) if self.member_values is not None else None

@@ -489,3 +489,34 @@ def test_a_device_string_test_is_reported_only_where_torch_may_autocast_elsewher
     found = check_source(DEVICE_STRING_TEST, "train.py", select=["AMP201"], project=ProjectFacts(newest_torch=newest))
     assert [(d.code, d.location.row) for d in found] == ([("AMP201", 4)] if reported else [])
 
+
+
+PROPERTY_DEVICE = """\
+import torch
+import torch.nn as nn
+
+class VLM(nn.Module):
+    @property
+    def device(self):
+        return {returned}
+
+    def generate(self, input_ids):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return self.llm.generate(input_ids.to(self.device))
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("returned", "extra", "reported"),
+    [
+        # Where the caller put the model (openvla): silent while the file chooses no device.
+        ("next(self.parameters()).device", "", False),
+        ("next(self.llm.parameters()).device", "", False),
+        ("next(self.parameters()).device", "\ndef main():\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n    return VLM().to(device)\n", True),
+        # A property that picks the device itself is a device choice.
+        ("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "", True),
+    ],
+)
+def test_a_device_property_reading_the_parameters_is_the_callers_choice(returned: str, extra: str, reported: bool) -> None:
+    source = PROPERTY_DEVICE.format(returned=returned, extra=extra)
+    assert [d.code for d in check_source(source, "vlm.py", select=["AMP201"])] == (["AMP201"] if reported else [])
