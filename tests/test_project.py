@@ -942,6 +942,9 @@ def test_apex_amp_is_not_reported_where_the_projects_apex_still_has_it(
         ("pytorch=1.9.0", (1, 9)),
         ("pytorch::pytorch=1.11", (1, 11)),
         ("torch==2.0.1", (2, 0)),
+        # `conda list --export` (LeafPoseNet's requirements.txt): conda's `=` pins the release.
+        ("torch=1.10.0+cu113", (1, 10)),
+        ("torchvision=0.11.1+cu113", (1, 10)),
         # Not torch: other packages named like it.
         ("pytorch-lightning==1.5.0", None),
         ("pytorch_lightning==1.5.0", None),

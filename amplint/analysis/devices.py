@@ -655,6 +655,10 @@ class DeviceAnalysis:
             sides = (expr.left, *(target.comparator for target in expr.comparisons))
             return any(not is_none(side) and self.gated_on_device(side, depth + 1) for side in sides)
         if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value == "bool" and len(expr.args) == 1:
+                # `use_amp = bool(cfg.fp16 and self.device.type == "cuda")` (a Kaggle solution's
+                # embedders, round AZ)
+                return self.gated_on_device(expr.args[0].value, depth + 1)
             return self._returns_false_off_device(expr)
         key = last_name(expr) or _string_key(expr)
         if key is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):

@@ -1039,10 +1039,13 @@ def _requirements_txt(path: Path) -> Iterator[str]:
         elif line and not line.startswith(("#", "-")):
             # A conda package list (`conda install --file conda-requirements.txt`: matchmaker's
             # `pytorch==1.9.0`, or conda's `pytorch=1.9.0`) names torch `pytorch`, which pip
-            # cannot install: the line can only mean torch.
+            # cannot install: the line can only mean torch. Conda's single `=` is no pip
+            # operator either: `conda list --export` writes `torch=1.10.0+cu113` (LeafPoseNet's
+            # requirements.txt), the exact release.
             conda = _CONDA_TORCH.match(line.split("::")[-1])
-            if conda is not None and conda.group(1) == "pytorch":
-                yield f"torch{_DOCUMENT_OPERATORS.get(conda.group(2), conda.group(2))}{conda.group(3)}"
+            if conda is not None and (conda.group(1) == "pytorch" or conda.group(2) == "="):
+                name = "torch" if conda.group(1) == "pytorch" else conda.group(1)
+                yield f"{name}{_DOCUMENT_OPERATORS.get(conda.group(2), conda.group(2))}{conda.group(3)}"
             else:
                 yield line
 

@@ -20,6 +20,7 @@ PRECISION_WORDS = re.compile(r"fp16|bf16|f16|half|float16|bfloat16|precision|dty
 # Inference pipelines (diffusers) and evaluation entry points take casts on purpose.
 INFERENCE_RECEIVER = re.compile(r"pipe", re.IGNORECASE)
 EVALUATION_CALLEE = re.compile(r"(?:^|[._])(eval|valid|val|test|infer|predict)", re.IGNORECASE)
+EVALUATION_FLAG = re.compile(r"^(eval|evaluate|evaluation|test|infer|inference|predict)(_only)?$", re.IGNORECASE)
 # Pure-fp16 training with fp32 master weights kept by the optimizer wrapper.
 MASTER_WEIGHT_SCHEMES = re.compile(r"\b(deepspeed|FP16_?Optimizer|MemoryEfficientFP16Optimizer|master_params)\b")
 # Hand-made mixed precision: the model cast to half, then its normalization layers put back
@@ -770,6 +771,8 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
                 and PRECISION_WORDS.search(self.context.module.code_for_node(current.test))
             ):
                 return True
+            if isinstance(current, cst.If) and child is current.body and _names_evaluation(current.test):
+                return True  # `if args.eval_only:` builds, casts and tests a model (APE, round AZ)
             if isinstance(current, cst.Arg):
                 call = parent_of.get(current)
                 callee = dotted_name(call.func) if isinstance(call, cst.Call) else None
@@ -915,3 +918,10 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         elif start > receiver_end:
             start = receiver_end  # `x .half()`: the space goes too
         return self.make_fix("Remove the cast", [context.edit(start, end, "")])
+
+
+def _names_evaluation(test: cst.BaseExpression) -> bool:
+    """Is ``test`` a flag named for evaluation (``args.eval_only``, ``cfg.evaluate``,
+    ``opt.test``)?"""
+    flag = dotted_name(test)
+    return flag is not None and EVALUATION_FLAG.search(flag.rsplit(".", 1)[-1]) is not None

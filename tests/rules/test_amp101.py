@@ -51,3 +51,40 @@ def test_a_copy_of_apex_is_the_library_s_code(path: str, reported: bool) -> None
     )
     codes = [d.code for d in check_source(source.encode(), path, select=["AMP101"])]
     assert bool(codes) is reported
+
+
+EVAL_ONLY_BRANCH = """\
+import torch
+
+def do_train(args, cfg):
+    model, optimizer = cfg.build()
+    for x in cfg.loader:
+        model(x).backward()
+        optimizer.step()
+
+def main(args, cfg, build, wrap, do_test):
+    if args.{flag}:
+        model = build(cfg)
+        model.to(torch.float16)
+        model = wrap(model)
+        print(do_test(cfg, model))
+    else:
+        do_train(args, cfg)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "reported"),
+    [
+        # APE's train_net.py: an eval-only branch builds, casts and tests a model (round AZ).
+        ("eval_only", False),
+        ("evaluate", False),
+        ("test", False),
+        # A flag not named for evaluation: the cast may feed training.
+        ("finetune", True),
+        ("eval_interval", True),
+    ],
+)
+def test_a_cast_in_a_branch_named_for_evaluation(flag: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(EVAL_ONLY_BRANCH.format(flag=flag), "train_net.py", select=["AMP101"])]
+    assert codes == (["AMP101"] if reported else [])

@@ -520,3 +520,33 @@ class VLM(nn.Module):
 def test_a_device_property_reading_the_parameters_is_the_callers_choice(returned: str, extra: str, reported: bool) -> None:
     source = PROPERTY_DEVICE.format(returned=returned, extra=extra)
     assert [d.code for d in check_source(source, "vlm.py", select=["AMP201"])] == (["AMP201"] if reported else [])
+
+
+ENABLED_BY_FLAG = """\
+import torch
+
+class Embedder:
+    def __init__(self):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def embed(self, model, batches, fp16):
+        use_amp = {flag}
+        autocast = torch.autocast(device_type="cuda", dtype=torch.float16, enabled=use_amp)
+        for x in batches:
+            with autocast:
+                model(x.to(self.device))
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "reported"),
+    [
+        # AMP on only where the device is CUDA: the literal is exactly right (round AZ).
+        ('bool(fp16 and self.device.type == "cuda")', False),
+        ('fp16 and self.device.type == "cuda"', False),
+        ("bool(fp16)", True),
+    ],
+)
+def test_an_enabled_flag_that_tests_the_device_through_bool(flag: str, reported: bool) -> None:
+    source = ENABLED_BY_FLAG.format(flag=flag)
+    assert [d.code for d in check_source(source, "embed.py", select=["AMP201"])] == (["AMP201"] if reported else [])
