@@ -402,6 +402,11 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # StudioGAN: "at least" in the clause that names PyTorch.
         ({"README.md": "First, install PyTorch meeting your environment (at least 1.7):\n"}, (1, 7)),
         ({"README.md": "Install PyTorch. Then run at least 3 epochs.\n"}, None),
+        # nnU-Net's readme (vendored by CoTr): the version in the sentence after the link;
+        # a cuDNN version beside pytorch is not torch's.
+        ({"README.md": "1) Install [PyTorch](https://pytorch.org/get-started/locally/). You need at least version 1.6\n"}, (1, 6)),
+        ({"README.md": "compiling pytorch from source using cuDNN 8.0.2 or newer\n"}, None),
+        ({"README.md": "Install PyTorch with CUDA support, at least 1.8\n"}, (1, 8)),
         # STCN's README: the version in code marks; bold names.
         ({"README.md": "We used:\n- PyTorch `1.8.1`\n- torchvision `0.9.1`\n"}, (1, 8)),
         ({"README.md": "**PyTorch** >= 1.10 is required.\n"}, (1, 10)),
@@ -999,3 +1004,39 @@ def test_a_pinned_old_torch_silences_the_device_string_test(tmp_path: Path) -> N
     (tmp_path / "requirements.txt").write_text("torch>=2.1\n", encoding="utf-8")
     code, output = _cli(["check", "--no-cache", "--select", "AMP201", "train.py"], tmp_path)
     assert code == 1 and "train.py:4:19: AMP201" in output
+
+
+FLOAT16_DEMO = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def embed(model, x):
+    with torch.autocast("cuda", {dtype}):
+        return model(x.to(device))
+"""
+
+
+@pytest.mark.parametrize(
+    ("pin", "dtype", "reported"),
+    [
+        # TITAN's notebooks on torch==2.0.1: CPU autocast takes no float16 before 2.2, and no
+        # other accelerator autocasts before 2.4, so autocast on the device's type would turn
+        # itself off as well: nothing is lost (round AZ).
+        ("torch==2.0.1", "torch.float16", False),
+        ("torch==2.1.2", "dtype=torch.float16", False),
+        # bfloat16 runs on CPU there; float16 does from 2.2; an unknown dtype may be either.
+        ("torch==2.0.1", "torch.bfloat16", True),
+        ("torch==2.2.0", "torch.float16", True),
+        ("torch>=2.0", "torch.float16", True),
+        ("torch==2.0.1", "dtype=dtype", True),
+    ],
+)
+def test_a_float16_cuda_autocast_on_a_torch_whose_cpu_autocast_takes_none(
+    tmp_path: Path, pin: str, dtype: str, reported: bool
+) -> None:
+    source = FLOAT16_DEMO.format(dtype=dtype)
+    if dtype == "dtype=dtype":
+        source = source.replace("def embed(model, x):", "def embed(model, x, dtype=None):")
+    root = _project(tmp_path, {"requirements.txt": f"{pin}\n", "demo.py": source})
+    assert _codes(root, root / "demo.py") == (["AMP201"] if reported else [])

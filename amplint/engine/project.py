@@ -209,10 +209,17 @@ _MMCV_1 = ("mmcv-full", "mmcv")
 _BEFORE_TORCH_2_4 = "torch<2.4"
 # "PyTorch ... at least 1.7" in one clause (StudioGAN's "install PyTorch meeting your
 # environment (at least 1.7)").
+# Up to N characters of the same sentence that name nothing else with a version of its own.
+_NOT_ANOTHER_VERSIONED = r"(?:(?!(?:cudnn|cuda|python|gcc|driver|nccl|numpy)\s*v?[0-9])[^.\n]){{0,{}}}?"
 _AT_LEAST_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch\b[^.\n]{0,60}?\bat\s+least\s+v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)"
+    # ... also in the next sentence when it says "at least version" ("Install
+    # [PyTorch](https://...). You need at least version 1.6", nnU-Net's readme, vendored by
+    # CoTr; the link is plain text by then).
+    # The version must not belong to another thing named in between ("pytorch from source
+    # ... using cuDNN 8.0.2 or newer", nnU-Net's readme).
+    r"(?<![\w.-])(?:py)?torch\b(?:\.\s+(?=[^.\n]{0,40}?\bat\s+least\s+version\b))?" + _NOT_ANOTHER_VERSIONED.format(60) + r"\bat\s+least\s+(?:version\s+)?v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)"
     # ... or "X or greater" (knn-vc: "torch must be v2.0 or greater"), not PyTorch Lightning's.
-    r"|(?<![\w.-])(?:py)?torch\b(?!\s*[-_]?lightning)[^.\n]{0,40}?\bv?([0-9]+\.[0-9]+(?:\.[0-9]+)?)\s+or\s+(?:greater|higher|later|newer|above)\b",
+    r"|(?<![\w.-])(?:py)?torch\b(?!\s*[-_]?lightning)" + _NOT_ANOTHER_VERSIONED.format(40) + r"\bv?([0-9]+\.[0-9]+(?:\.[0-9]+)?)\s+or\s+(?:greater|higher|later|newer|above)\b",
     re.IGNORECASE,
 )
 # A Markdown table row naming torch's version in its next cell: `| torch | >=2.0 | 2.8.0 |`

@@ -8,6 +8,7 @@ from amplint.analysis.torch_api import (
     AUTOCAST_BEYOND_CUDA,
     AUTOCAST_ORDER,
     AUTOCAST_TAKES_INDEXED_DEVICE,
+    CPU_AUTOCAST_TAKES_FLOAT16,
     GRAD_SCALER_ORDER,
     INIT_PROCESS_GROUP,
     MODERN_AUTOCASTS,
@@ -1827,6 +1828,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return  # float32 (no AMP) unless CUDA is there: CUDA-only AMP, on purpose
         if dtype is not None and self.context.analysis.values.dtype_values(dtype) == FLOAT32_ONLY:
             return  # a float32 region ("mmpose is not compatible with fp16"): no AMP to lose
+        if (
+            qualified in MODERN_AUTOCASTS
+            and dtype is not None
+            and self.context.analysis.values.dtype_values(dtype) == frozenset({"float16"})
+            and not self.context.project.torch_may_reach(AUTOCAST_BEYOND_CUDA)
+            and not self.context.project.torch_may_reach(CPU_AUTOCAST_TAKES_FLOAT16)
+        ):
+            # The declared torch autocasts only on CUDA and CPU, and CPU autocast takes no
+            # float16 there: an autocast on the device's own type would disable itself off
+            # CUDA as well (TITAN's notebooks, torch==2.0.1; round AZ).
+            return
         if (
             not devices.has_variable(node)
             or (devices.arrives_from_outside(node) and not devices.chooses_other_device)

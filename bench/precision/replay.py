@@ -6,6 +6,8 @@ live in ``bench/precision/verdicts/*.tsv``, one row per finding:
 
     repo  commit  path  line  code  verdict  reason
 
+(a notebook finding's path is ``nb.ipynb:cell N`` and its line counts from that cell).
+
 The repositories themselves are not kept here (fetched code is never committed). Export a
 round's repositories at the recorded commits into one folder, named ``owner+name`` or by
 the bare name, then run::
@@ -85,8 +87,9 @@ def findings(tree: Path, select: str | None) -> set[tuple[str, int, str]]:
     reported = set()
     for entry in json.loads(result.stdout or "[]"):
         path = Path(entry["filename"]).resolve().relative_to(tree.resolve()).as_posix()
-        row = entry["location"]["row"] if entry.get("cell") is None else -1
-        reported.add((path, row, entry["code"]))
+        if entry.get("cell") is not None:
+            path = f"{path}:cell {entry['cell']}"  # a notebook's rows count from its cell
+        reported.add((path, entry["location"]["row"], entry["code"]))
     return reported
 
 
