@@ -66,7 +66,9 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     passed directly to them; round trips (`x.half().float()`); casts under
     `torch.no_grad()` / `torch.inference_mode()` or in functions decorated with them or
     named for evaluation (`eval*`, `valid*`, `test*`, `infer*`, `predict*`, `sample*`,
-    `export*`, `save*`, also after an underscore: `log_validation`); casts of state dicts, checkpoints, EMA or deep copies, and
+    `export*`, `save*`, also after an underscore: `log_validation`), or in the body of an
+    `if` on a flag named for evaluation (`if args.eval_only:`, `args.evaluate`, `opt.test`:
+    APE's `main()` builds, casts and tests a model there; amplint's decision, round AZ); casts of state dicts, checkpoints, EMA or deep copies, and
     values passed to `torch.save`; autocast-disabled regions; test modules (`test_*.py`,
     `*_test.py`, files under a `tests/` or `test/` directory) and `unittest.TestCase`
     classes, which cast on purpose; files of a copy of NVIDIA apex the project keeps

@@ -223,12 +223,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     or `test/`), which pick their device on purpose, as for AMP101-AMP105; and, for (a), an
     autocast or GradScaler whose `enabled=` already tests the device type
     or CUDA availability (`enabled=device.type == "cuda"`, `enabled=torch.cuda.is_available()`,
-    a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test) or is
+    a flag such as `args.cpu` or `use_gpu`, or a name bound in scope to such a test, also
+    through `bool(...)`: `use_amp = bool(cfg.fp16 and self.device.type == "cuda")`) or is
     `False` (a region that turns CUDA autocast off; (b) still fires on a disabled region
     whose device test picks CPU for MPS, since that region then fails to turn MPS
     autocast off), or whose `dtype=` is float32 (a region
     forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16"; a
-    decision of this page, RULES.md has no float32 case);
+    decision of this page, RULES.md has no float32 case), or whose dtype is float16 where
+    the project's declared torch holds below 2.2: there CPU autocast takes only bfloat16
+    and no other accelerator autocasts (before 2.4), so an autocast on the device's own
+    type would turn itself off off CUDA too (TITAN's notebooks on `torch==2.0.1`; this
+    page's decision, round AZ);
     one whose `enabled=` or `dtype=` a
     device test decides elsewhere in the file — a flag the file assigns from one
     (`config["amp"] = config["amp"] and config["cuda"]`), `self.scaler is not None` with
