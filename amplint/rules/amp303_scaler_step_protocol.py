@@ -49,7 +49,11 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     the scaler and never updates it shows the update missing. Nor is a local alias of
     several scalers (`current_scaler = external_scaler or self._scaler`) whose alternatives
     the file updates (`self._scaler.update()`): an `update()` on the alias would update that
-    scaler twice, which raises (HarmonyDream, round AW). Nor is an object named like a scaler that the file builds with
+    scaler twice, which raises (HarmonyDream, round AW). Nor is `self.scaler` stepped in a
+    class where the file updates `self.<owner>.scaler` (fastai's `MixedPrecision` callback:
+    `self.scaler.step(self)` in `before_step`, `self.learn.scaler.update()` in
+    `after_step`; a callback reads what it lacks from its learner, so they are one scaler;
+    round BA). Nor is an object named like a scaler that the file builds with
     some other call and never uses to scale a loss (fairscale's
     `layer_scaler = LayerwiseGradientScaler(...)`): RULES.md's scaler (section D) is one
     built as a GradScaler or used as `X.scale(loss).backward()`. Where the file does not
@@ -100,6 +104,24 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     requires = (frozenset({".step", ".unscale_"}),)
 
     VALID = (
+        # fastai's MixedPrecision callback: the learner's scaler, stepped and updated in two
+        # callback methods.
+        """
+        from torch.cuda.amp import GradScaler
+
+        class MixedPrecision(Callback):
+            def before_fit(self):
+                self.learn.scaler = GradScaler()
+
+            def before_backward(self):
+                self.learn.loss_grad = self.scaler.scale(self.loss_grad)
+
+            def before_step(self):
+                self.scaler.step(self)
+
+            def after_step(self):
+                self.learn.scaler.update()
+        """,
         # Named like a scaler, but built as something else and never used to scale a loss
         # (fairscale's LayerwiseGradientScaler, which updates its scale in its own step).
         """
@@ -337,12 +359,26 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         scalers = self.context.analysis.scalers
         if any(c.method == "update" and call.same_object_possible(c) for c in scalers.calls):
             return
-        if scalers.update_left_to_caller(call) or self._alias_updated(call):
+        if scalers.update_left_to_caller(call) or self._alias_updated(call) or self._updated_through_owner(call):
             return
         self.report(
             call.call,
             f"`{call.scaler}.step()` without `{call.scaler}.update()`: the next step raises and the scale never adapts",
             fix=self._add_update_fix(call),
+        )
+
+    def _updated_through_owner(self, call: ScalerCall) -> bool:
+        """Is ``self.scaler`` stepped where the file updates ``self.<owner>.scaler``? fastai's
+        `MixedPrecision` callback steps `self.scaler` in `before_step` and updates
+        `self.learn.scaler` in `after_step`: a callback reads the attributes it lacks from its
+        learner, so both are one scaler, and an `update()` added after the step would update
+        it twice, which raises (round BA)."""
+        if not call.scaler.startswith("self.") or call.scaler.count(".") != 1:
+            return False
+        attribute = call.scaler.split(".", 1)[1]
+        return any(
+            c.method == "update" and c.scaler.startswith("self.") and c.scaler.endswith(f".{attribute}") and c.scaler != call.scaler
+            for c in self.context.analysis.scalers.calls
         )
 
     def _alias_updated(self, call: ScalerCall) -> bool:
