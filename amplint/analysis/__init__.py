@@ -18,6 +18,10 @@ itself is data, in ``torch_api``.
 
 from __future__ import annotations
 
+import functools
+
+import libcst as cst
+
 from amplint.analysis.autocast import AutocastAnalysis
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets
@@ -75,6 +79,30 @@ class FileAnalysis:
             self.scaler_makers,
             self.devices,
         )
+
+
+    @functools.cached_property
+    def another_framework(self) -> bool:
+        """Is this another framework's code: it imports PaddlePaddle, MindSpore, OneFlow,
+        Jittor or MegEngine and nothing of torch? Their AMP APIs mirror torch's names
+        (`paddle.amp.GradScaler`, whose `step()` also updates: insightface's arcface_paddle,
+        round BA) with other semantics, so no rule applies."""
+        roots: set[str] = set()
+        for statement in self.tree.index.imports:
+            if isinstance(statement, cst.Import):
+                roots.update(dotted_root(alias.name) for alias in statement.names)
+            elif statement.module is not None and not statement.relative:
+                roots.add(dotted_root(statement.module))
+        return bool(roots & OTHER_FRAMEWORKS) and not any(root == "torch" or root.startswith("torch") for root in roots)
+
+
+OTHER_FRAMEWORKS = frozenset({"paddle", "mindspore", "oneflow", "jittor", "megengine"})
+
+
+def dotted_root(name: cst.BaseExpression) -> str:
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value if isinstance(name, cst.Name) else ""
 
 
 def summarize_file(path: str, data: bytes) -> Summary | None:

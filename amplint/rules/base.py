@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import libcst as cst
@@ -19,6 +20,11 @@ class AnalysisRule(Rule[RuleContext]):
 
     abstract = True
     context_type: ClassVar[type[SourceContext]] = RuleContext
+
+    def callback(self, prefix: str, node_type: type[cst.CSTNode]) -> Callable[[cst.CSTNode], None] | None:
+        if self.context.analysis.another_framework:
+            return None  # PaddlePaddle's or MindSpore's code: torch's AMP rules do not apply
+        return super().callback(prefix, node_type)
 
     def qualified_name(self, node: cst.CSTNode) -> str | None:
         """The imported or builtin name ``node`` denotes, when that is certain."""
