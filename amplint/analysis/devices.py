@@ -253,34 +253,11 @@ class DeviceAnalysis:
         if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
             found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
         variables = [variable for variable in found if self._is_variable(variable, cls)]
-        block = self._with_opened_by(node)
-        if block is not None:
-            # `frames.device` of a tensor the block itself produces (TeaCache's script makes
-            # `frames` under the autocast and reads its device after): an output, no choice.
-            variables = [v for v in variables if not (v.kind == "attribute" and self._made_inside(v.expr, block))]
         if any(v.kind == "name" for v in found) and not any(v.kind in ("name", "parameter") for v in variables):
             # The scope's own `device` is a CUDA literal: a tensor's or module's `.device`
             # there is that device, not a choice (MONAI's tutorials: `noise.device`).
             variables = [variable for variable in variables if variable.kind != "attribute"]
         return variables
-
-    def _with_opened_by(self, node: cst.CSTNode) -> cst.With | None:
-        """The ``with`` statement of which ``node`` is (in) an item, if any."""
-        for child, ancestor in self.tree.ancestry(node):
-            if isinstance(ancestor, cst.With):
-                return ancestor if any(child is item for item in ancestor.items) else None
-            if isinstance(ancestor, cst.BaseStatement):
-                return None
-        return None
-
-    def _made_inside(self, expr: cst.BaseExpression, block: cst.With) -> bool:
-        """Is ``expr`` (``x.device``) read off a name bound only inside ``block``'s body?"""
-        if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
-            return False
-        bindings = self.bindings.assignments(expr.value)
-        return bool(bindings) and all(
-            binding.node is not None and self.tree.within(binding.node, block.body) for binding in bindings
-        )
 
     def _is_variable(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
         if variable.kind == "self":
