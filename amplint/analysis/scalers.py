@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import Assignment
 
-from amplint.analysis.autocast import AutocastAnalysis, AutocastBlock
+from amplint.analysis.autocast import AutocastAnalysis, AutocastBlock, AutocastUse
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
@@ -89,6 +89,27 @@ class ScalerAnalysis:
         if isinstance(region, cst.FunctionDef):
             return self.autocast.blocks_in(region)
         return [block for block in self.autocast.blocks if self.in_region(block.statement, region)]
+
+    def member_context_uses(self, region: cst.CSTNode) -> list[AutocastUse]:
+        """The autocasts of the ``with self.<attr>:`` items of functions of ``region``,
+        where the class sets that attribute only to autocast contexts; none if any such
+        item is something else (nanoGPT's trainers keep the context on the instance:
+        ``self.ctx = nullcontext() if ... else torch.amp.autocast(...)``, then ``with
+        self.ctx:``)."""
+        uses: list[AutocastUse] = []
+        for statement in self.tree.index.withs:
+            if self.tree.scope_of(statement) is not region:
+                continue
+            for item in statement.items:
+                member = self.classes.instance_attribute(item.item)
+                values = self.classes.attribute_values(*member) if member is not None else None
+                if not values:
+                    continue
+                found = [self.autocast.autocast_use(value) for value in values]
+                if any(use is None for use in found):
+                    return []
+                uses.extend(use for use in found if use is not None)
+        return uses
 
     @functools.cached_property
     def constructions(self) -> list[cst.Call]:

@@ -1894,32 +1894,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if not blocks:
             # nanoGPT's trainers keep the context on the instance (`self.ctx = nullcontext()
             # if ... else torch.amp.autocast(...)`, then `with self.ctx:`).
-            member_uses = self._member_context_uses(region)
+            member_uses = scalers.member_context_uses(region)
             return bool(member_uses) and all(self._autocast_devices(use) == frozenset({"cuda"}) for use in member_uses)
         return all(
             (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})
             or self._autocast_devices(block.use) == frozenset({"cuda"})
             for block in blocks
         )
-
-    def _member_context_uses(self, region: cst.CSTNode) -> list[AutocastUse]:
-        """The autocasts of ``with self.<attr>:`` items in ``region``, where the class sets
-        that attribute only to autocast contexts; none if any such item is something else."""
-        analysis = self.context.analysis
-        uses: list[AutocastUse] = []
-        for statement in analysis.tree.index.withs:
-            if analysis.tree.scope_of(statement) is not region:
-                continue
-            for item in statement.items:
-                member = analysis.classes.instance_attribute(item.item)
-                values = analysis.classes.attribute_values(*member) if member is not None else None
-                if not values:
-                    continue
-                found = [analysis.autocast.autocast_use(value) for value in values]
-                if any(use is None for use in found):
-                    return []
-                uses.extend(use for use in found if use is not None)
-        return uses
 
     def _autocast_devices(self, use: AutocastUse) -> frozenset[str] | None:
         """The device types the autocast may run on, when its conditional hands some of its
