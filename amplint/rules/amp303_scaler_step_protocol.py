@@ -93,7 +93,12 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     Safe where unambiguous: a missing `update()` is added right after the last
     `scaler.step(...)` of that block, except in a loop that steps several optimizers
     after a backward outside it (`for opt in optimizers: scaler.step(opt)`), where one
-    update per optimizer is not what the protocol wants (no fix); `optimizer.step()` becomes
+    update per optimizer is not what the protocol wants (no fix), and except where the
+    function that steps does no scaled backward of that scaler itself: the protocol is then
+    split across functions (a callback's `before_step`, a helper handed the scaler), the
+    update may be where this file cannot see it, and a second `update()` raises (round
+    BA: fastai's callbacks, insightface's Paddle scaler; nerfstudio before) — no fix;
+    `optimizer.step()` becomes
     `scaler.step(optimizer)` (which unscales, skips steps with inf/NaN gradients and
     otherwise steps exactly as before). A double `unscale_` has no fix: which call is
     redundant needs the author.
@@ -279,13 +284,13 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
               class A:
                   def step(self):
                       self.scaler.step(self.opt)
-            +         self.scaler.update()
 
               class B:
                   def step(self):
                       self.scaler.step(self.opt)
                       self.scaler.update()
             """,
+            fixed=None,  # the scaled backward is elsewhere, and so may the update be: no fix
             count=1,
             line=3, column=9, message="`self.scaler.step()` without `self.scaler.update()`",
         ),
@@ -397,6 +402,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
 
     def _add_update_fix(self, call: ScalerCall) -> Fix | None:
         tree = self.context.analysis.tree
+        function = tree.scope_of(call.call)
+        if not any(
+            scaler == call.scaler and tree.scope_of(backward) is function
+            for backward, scaler in self.context.analysis.scalers.scaled_backwards
+        ):
+            # The scaled backward is elsewhere (another method, a callback, a caller): so
+            # may the update be, where this file cannot see it, and a second update()
+            # raises (nerfstudio's per-optimizer helper, fastai's callbacks). Unambiguous
+            # only beside the backward.
+            return None
         loop = next((a for a in tree.ancestors(call.call) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
         if isinstance(loop, (cst.For, cst.While)) and not any(
             scaler == call.scaler and tree.within(backward, loop) for backward, scaler in self.context.analysis.scalers.scaled_backwards
