@@ -1040,3 +1040,19 @@ def test_a_float16_cuda_autocast_on_a_torch_whose_cpu_autocast_takes_none(
         source = source.replace("def embed(model, x):", "def embed(model, x, dtype=None):")
     root = _project(tmp_path, {"requirements.txt": f"{pin}\n", "demo.py": source})
     assert _codes(root, root / "demo.py") == (["AMP201"] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("line", "target"),
+    [
+        # thu-ml/ares: the requirement's own pip option follows it.
+        ("torch==2.0.1 --index-url https://download.pytorch.org/whl/cu118", (2, 0)),
+        ("torch==1.13.1+cu117 --extra-index-url https://download.pytorch.org/whl/cu117", (1, 13)),
+        ("torch>=1.12 --hash=sha256:0123abcd", (1, 12)),
+        # An option line of its own names no torch.
+        ("--index-url https://download.pytorch.org/whl/cu118", None),
+    ],
+)
+def test_a_requirement_line_with_pip_options(tmp_path: Path, line: str, target: tuple[int, int] | None) -> None:
+    root = _project(tmp_path, {"requirements.txt": f"numpy\n{line}\n", "train.py": ""})
+    assert project_facts(root, file=root / "train.py").target_torch == target

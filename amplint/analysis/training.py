@@ -41,7 +41,7 @@ from amplint.engine.context import SourceContext
 # (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
 TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
 TEST_DIRECTORIES = frozenset({"tests", "test"})
-BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?_.*|.*_bench(mark)?)\.py$")
+BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?(_.*)?|.*_bench(mark)?)\.py$")
 BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench"})
 # A script named as a numerical check (VMamba's `vmamba_checks.py` compares two models'
 # gradients under autocast).
@@ -128,7 +128,8 @@ class TrainingAnalysis:
 
     @functools.cached_property
     def in_benchmark_module(self) -> bool:
-        """Is this a benchmark (``benchmark_*.py``, ``*_bench.py``, under ``benchmarks/``)?"""
+        """Is this a benchmark (``bench.py``, ``benchmark_*.py``, ``*_bench.py``, under
+        ``benchmarks/``)?"""
         path = PurePath(self.source.path.replace("\\", "/"))
         return bool(BENCHMARK_FILE.match(path.name)) or bool(BENCHMARK_DIRECTORIES & set(path.parts[:-1]))
 

@@ -1034,12 +1034,18 @@ def _poetry_specifier(constraint: str) -> str:
     return ",".join(part for part in parts if part and part != "*")
 
 
+_PIP_LINE_OPTIONS = re.compile(r"\s+(?=--?[a-z])")
+
+
 def _requirements_txt(path: Path) -> Iterator[str]:
     text = _read(path)
     if text is None:
         return
     for line in text.splitlines():
         line = line.split(" #", 1)[0].strip()
+        # A requirement's own pip options follow it (`torch==2.0.1 --index-url
+        # https://download.pytorch.org/whl/cu118`, thu-ml/ares): the requirement is before.
+        line = _PIP_LINE_OPTIONS.split(line, 1)[0]
         wheel = _TORCH_WHEEL.search(line) if not line.startswith("#") else None
         if wheel is not None:
             yield f"torch=={wheel.group(1)}"

@@ -52,7 +52,11 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     files that never step an optimizer (`optimizer.step()`, `opt.step()`, or `.step()` on
     a name bound to a `torch.optim` construction): forward/backward benchmarks, gradient
     equivalence checks and memory probes compute gradients nobody trains on (VMamba's
-    `testfwdbwd`), so underflow changes nothing there.
+    `testfwdbwd`), so underflow changes nothing there; nor benchmark modules
+    (`bench.py`, `benchmark_*.py`, `*_bench.py`, files under `benchmarks/`), even where an
+    optimizer steps: nanoGPT's `bench.py` and xformers' `benchmark_encoder.py` time
+    training steps on random data, whose convergence nobody reads, and a scaler would
+    change the work being timed (rounds BB and BC).
 
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the
@@ -335,7 +339,7 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
 
     def visit_With(self, node: cst.With) -> None:
         analysis = self.context.analysis
-        if analysis.training.in_test_module:
+        if analysis.training.in_test_module or analysis.training.in_benchmark_module:
             return
         for block in analysis.autocast.blocks_of(node):
             if block.disabled or not may_be_float16(block.use):

@@ -47,3 +47,35 @@ def test_a_named_dict_of_contexts_is_an_autocast_block() -> None:
     assert found == [("AMP105", 6)]
     bfloat16_only = NAMED_CONTEXTS.replace("'fp16': torch.autocast('cuda', dtype=torch.float16)", "'bf': torch.autocast('cuda', dtype=torch.bfloat16)")
     assert check_source(bfloat16_only, "train.py", select=["AMP105"]) == []
+
+
+TIMED_TRAINING = """\
+import torch
+
+def run(model, x, y, optimizer, dtype):
+    for _ in range(10):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "reported"),
+    [
+        # nanoGPT's bench.py and xformers' benchmarks time training steps on random data:
+        # nobody reads their convergence (rounds BB and BC).
+        ("bench.py", False),
+        ("xformers/benchmarks/benchmark_encoder.py", False),
+        ("tools/attention_bench.py", False),
+        ("benchmarks/run.py", False),
+        # Not benchmarks by their names.
+        ("train.py", True),
+        ("benchmarking_utils/train.py", True),
+        ("workbench.py", True),
+    ],
+)
+def test_a_benchmark_module_times_float16_steps_without_a_scaler(path: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(TIMED_TRAINING, path, select=["AMP105"])]
+    assert codes == (["AMP105"] if reported else [])
