@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
 from libcst.metadata import Assignment, ImportAssignment
 
-from amplint.analysis.syntax import receiver_root
+from amplint.analysis.syntax import dotted_name, receiver_root
 from amplint.diagnostics import Applicability, Edit, Fix
 from amplint.fixes.calls import CallEdits, has_comment, source_of
 from amplint.fixes.edits import delete_statement
@@ -33,7 +34,10 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     flagged, a decision of amplint's from round U: a functional BCE call in a function
     that opens autocast blocks of its own and makes the call outside all of them
     (RoboFlamingo's gripper loss after the block); it does not run under autocast there.
-    RULES.md's letter is file-wide; this keeps its premise.
+    RULES.md's letter is file-wide; this keeps its premise. Likewise (round BC) an
+    `nn.BCELoss()` assigned to a name or attribute that the file never mentions again
+    (cav-mae's `args.loss_fn = torch.nn.BCELoss()` left over in feature-extraction
+    scripts that compute no loss): nothing can call it.
 
     When the input is visibly a sigmoid of logits — written in the call
     (`torch.sigmoid(logits)`, `logits.sigmoid()`), or assigned just before it in the same
@@ -261,7 +265,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
             from torch import nn
             criterion = nn.BCELoss()
             with torch.cuda.amp.autocast():
-                pass
+                loss = criterion(probs, y)
             """,
             fixed=None,
             line=3, column=13, message="use `nn.BCEWithLogitsLoss` on logits",
@@ -299,6 +303,22 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         ]
         return bool(unsafe_blocks) and not autocast.in_disabled_region(node)
 
+    def _stored_and_never_read(self, node: cst.Call) -> bool:
+        """Is the `nn.BCELoss()` assigned to a name or attribute that the file never reads
+        (cav-mae's `args.loss_fn = torch.nn.BCELoss()`, left over in scripts that compute
+        no loss; round BC)? Nothing can call it."""
+        statement = self.context.analysis.tree.parent(node)
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return False
+        spelled = dotted_name(statement.targets[0].target)
+        if spelled is None:
+            return False
+        # Any other mention of its last name (`loss_fn(...)`, `self.criterion`, a `getattr`
+        # string) may read it.
+        last = spelled.rsplit(".", 1)[-1]
+        rest = self.context.text.replace(self.context.module.code_for_node(statement), "", 1)
+        return re.search(rf"\b{re.escape(last)}\b", rest) is None
+
     def _after_own_blocks(self, node: cst.CSTNode) -> bool:
         """Is ``node`` a functional BCE call in a function that opens autocast blocks of its
         own and runs it outside all of them (RoboFlamingo computes its gripper BCE after the
@@ -318,7 +338,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         if qualified not in BCE_MODULES and qualified not in BCE_FUNCTIONS:
             self._check_callee(node)
             return
-        if qualified in BCE_MODULES and self._applies(node):
+        if qualified in BCE_MODULES and self._applies(node) and not self._stored_and_never_read(node):
             self.report(node, "`nn.BCELoss` raises under CUDA autocast; use `nn.BCEWithLogitsLoss` on logits")
         elif qualified in BCE_FUNCTIONS and self._applies(node) and not self._after_own_blocks(node):
             self.report(

@@ -68,3 +68,20 @@ def test_bce_does_not_raise_under_cpu_autocast_which_is_why_cpu_files_are_silent
         "    loss = F.binary_cross_entropy(p, y)\n",
         select=["AMP104"],
     )
+
+
+@pytest.mark.parametrize(
+    ("use", "reported"),
+    [
+        # cav-mae's feature-extraction script: a left-over loss nobody calls (round BC).
+        ("", False),
+        ("    out = args.loss_fn(model(x), y)\n", True),
+        ("    fn = getattr(args, 'loss_fn')\n", True),
+    ],
+)
+def test_a_bce_loss_stored_where_nothing_reads_it(use: str, reported: bool) -> None:
+    source = (
+        "import torch\n\ndef extract(args, model, x, y):\n    args.loss_fn = torch.nn.BCELoss()\n"
+        "    with torch.autocast('cuda'):\n        feats = model(x)\n" + use + "    return feats\n"
+    )
+    assert [d.code for d in check_source(source, "extract.py", select=["AMP104"])] == (["AMP104"] if reported else [])
