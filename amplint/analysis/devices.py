@@ -452,7 +452,25 @@ class DeviceAnalysis:
             return False
         if isinstance(statement.value, cst.Integer):
             return True  # `device = 0  # the GPU you want to use`: an index alone names a CUDA device (eomt)
+        key = _string_key(statement.value)
+        if key is not None:
+            return self._key_set_only_to_cuda(key)
         return is_cuda_value(self.names, self.bindings, statement.value)
+
+    def _key_set_only_to_cuda(self, key: str) -> bool:
+        """Does every dict literal of the file that has the string key ``key``, and every
+        assignment to ``x[key]``, give it a CUDA device, at least once (HybridHash's
+        `config = {..., "device": torch.device("cuda:0")}`, read as `device =
+        config["device"]` in the function the config is handed to)?"""
+        values = [
+            element.value
+            for node in self.tree.parents
+            if isinstance(node, cst.Dict)
+            for element in node.elements
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == key
+        ]
+        values += [value for target, value in self._assignments if _string_key(target) == key]
+        return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values)
 
     def has_variable(self, node: cst.CSTNode) -> bool:
         return bool(self.variables(node))

@@ -172,7 +172,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (the same text, no call in it) leaves without CUDA (`if config["distributed"]: if
     torch.cuda.is_available(): ... else: raise ...`, MASTER-pytorch). A device made from a
     name bound only to CUDA (`torch.device(device_str)` after `device_str = "cuda:0"`) is
-    CUDA; so is `ctx.device` of a parameter annotated with a class of the file that sets
+    CUDA; so is `device = config["device"]` where every dict literal of the file with a
+    `"device"` key, and every assignment of that key, gives a CUDA device (HybridHash's
+    config, round BD: found after `--fix` rewrote its deprecated autocast); so is
+    `ctx.device` of a parameter annotated with a class of the file that sets
     `device` only to CUDA, and `device_id=self.device` counts as a CUDA `device_id=` when the
     class sets `self.device` only to CUDA (mochi). Entering `torch.cuda.device(i)` (for an
     index other than a literal -1 or None) requires CUDA: it raises without it

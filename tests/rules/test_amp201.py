@@ -550,3 +550,37 @@ class Embedder:
 def test_an_enabled_flag_that_tests_the_device_through_bool(flag: str, reported: bool) -> None:
     source = ENABLED_BY_FLAG.format(flag=flag)
     assert [d.code for d in check_source(source, "embed.py", select=["AMP201"])] == (["AMP201"] if reported else [])
+
+
+CONFIG_DICT_DEVICE = """\
+import torch
+
+def get_config():
+    return {{"epoch": 15, "device": {value}}}
+
+def train_val(config, model, loader, optimizer):
+    device = config["device"]
+    scaler = torch.amp.GradScaler("cuda")
+    for x in loader:
+        with torch.amp.autocast("cuda"):
+            loss = model(x.to(device))
+        scaler.scale(loss).backward()
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("value", "extra", "reported"),
+    [
+        # HybridHash: the file's only "device" entry is CUDA, so `config["device"]` is CUDA.
+        ('torch.device("cuda:0")', "", False),
+        ('"cuda"', "", False),
+        # Another entry, or an assignment of the key, may choose another device.
+        ('torch.device("cuda:0")', '\ndef cpu_config():\n    return {"device": "cpu"}\n', True),
+        ('torch.device("cuda:0")', '\ndef override(config, args):\n    config["device"] = args.device\n', True),
+        ("args.device", "", True),
+    ],
+)
+def test_a_device_read_from_a_config_key_the_file_sets_only_to_cuda(value: str, extra: str, reported: bool) -> None:
+    source = CONFIG_DICT_DEVICE.format(value=value, extra=extra)
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
