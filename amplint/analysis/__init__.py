@@ -32,6 +32,7 @@ from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.project import ProjectAnalysis
 from amplint.analysis.scalers import ScalerAnalysis
+from amplint.analysis.syntax import root_name
 from amplint.analysis.training import TrainingAnalysis
 from amplint.analysis.tree import Tree
 from amplint.analysis.values import Values
@@ -80,29 +81,23 @@ class FileAnalysis:
             self.devices,
         )
 
-
     @functools.cached_property
     def another_framework(self) -> bool:
         """Is this another framework's code: it imports PaddlePaddle, MindSpore, OneFlow,
         Jittor or MegEngine and nothing of torch? Their AMP APIs mirror torch's names
         (`paddle.amp.GradScaler`, whose `step()` also updates: insightface's arcface_paddle,
         round BA) with other semantics, so no rule applies."""
-        roots: set[str] = set()
+        imported: list[cst.Name | None] = []
         for statement in self.tree.index.imports:
             if isinstance(statement, cst.Import):
-                roots.update(dotted_root(alias.name) for alias in statement.names)
+                imported.extend(root_name(alias.name) for alias in statement.names)
             elif statement.module is not None and not statement.relative:
-                roots.add(dotted_root(statement.module))
-        return bool(roots & OTHER_FRAMEWORKS) and not any(root == "torch" or root.startswith("torch") for root in roots)
+                imported.append(root_name(statement.module))
+        roots = {name.value for name in imported if name is not None}
+        return bool(roots & OTHER_FRAMEWORKS) and not any(root.startswith("torch") for root in roots)
 
 
 OTHER_FRAMEWORKS = frozenset({"paddle", "mindspore", "oneflow", "jittor", "megengine"})
-
-
-def dotted_root(name: cst.BaseExpression) -> str:
-    while isinstance(name, cst.Attribute):
-        name = name.value
-    return name.value if isinstance(name, cst.Name) else ""
 
 
 def summarize_file(path: str, data: bytes) -> Summary | None:

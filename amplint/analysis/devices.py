@@ -355,12 +355,7 @@ class DeviceAnalysis:
         """Does the file set ``cfg.device`` (spelled the same) only to CUDA devices, at least
         once (a Kaggle trainer's `cfg.device = "cuda:%d" % cfg.local_rank` under DDP and
         `"cuda:%d" % cfg.gpu` otherwise, then `run_eval(model, loader, cfg)` reads it)?"""
-        values = [
-            assign.value
-            for assign in self.tree.index.assigns
-            for target in assign.targets
-            if dotted_name(target.target) == spelled
-        ]
+        values = [value for target, value in self._assignments if dotted_name(target) == spelled]
         return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values)
 
     def _of_cuda_bound_instance(self, expr: cst.BaseExpression) -> bool:

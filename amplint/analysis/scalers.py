@@ -238,6 +238,10 @@ class ScalerAnalysis:
                 found.append((call, scaler))
         return found
 
+    def scales_backward_in(self, scope: cst.CSTNode, scaler: str) -> bool:
+        """Does ``scope`` itself run a backward scaled by ``scaler``?"""
+        return any(spelled == scaler and self.tree.scope_of(backward) is scope for backward, spelled in self.scaled_backwards)
+
     def update_left_to_caller(self, step: ScalerCall) -> bool:
         """Is ``step`` on a scaler parameter whose ``update()`` belongs to the caller: a
         helper that steps the optimizers it is handed but does no scaled backward itself
@@ -246,7 +250,7 @@ class ScalerAnalysis:
         function = step.owner
         if not isinstance(function, cst.FunctionDef):
             return False
-        if not any(scaler == step.scaler and self.tree.scope_of(backward) is function for backward, scaler in self.scaled_backwards):
+        if not self.scales_backward_in(function, step.scaler):
             return True
         for update in self.calls:
             caller = update.owner

@@ -123,20 +123,24 @@ class TrainingAnalysis:
         """Is this a test module (``test_*.py``, ``*_test.py``, under ``tests/`` or
         ``test/``)? Tests cast reference tensors and run a few unscaled low-precision steps
         on purpose: they compare numerics, they do not train."""
-        path = PurePath(self.source.path.replace("\\", "/"))
+        path = self._path
         return bool(TEST_FILE.match(path.name)) or bool(TEST_DIRECTORIES & set(path.parts[:-1]))
 
     @functools.cached_property
     def in_benchmark_module(self) -> bool:
         """Is this a benchmark (``bench.py``, ``benchmark_*.py``, ``*_bench.py``, under
         ``benchmarks/``)?"""
-        path = PurePath(self.source.path.replace("\\", "/"))
+        path = self._path
         return bool(BENCHMARK_FILE.match(path.name)) or bool(BENCHMARK_DIRECTORIES & set(path.parts[:-1]))
 
-    @property
+    @functools.cached_property
     def in_check_module(self) -> bool:
         """Is this a check script (``check_*.py``, ``*_check.py``, ``*_checks.py``)?"""
-        return bool(CHECK_FILE.match(PurePath(self.source.path.replace("\\", "/")).name))
+        return bool(CHECK_FILE.match(self._path.name))
+
+    @functools.cached_property
+    def _path(self) -> PurePath:
+        return PurePath(self.source.path.replace("\\", "/"))
 
     # -- what a call or value is -------------------------------------------------------------
 

@@ -402,11 +402,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
 
     def _add_update_fix(self, call: ScalerCall) -> Fix | None:
         tree = self.context.analysis.tree
-        function = tree.scope_of(call.call)
-        if not any(
-            scaler == call.scaler and tree.scope_of(backward) is function
-            for backward, scaler in self.context.analysis.scalers.scaled_backwards
-        ):
+        if not self.context.analysis.scalers.scales_backward_in(tree.scope_of(call.call), call.scaler):
             # The scaled backward is elsewhere (another method, a callback, a caller): so
             # may the update be, where this file cannot see it, and a second update()
             # raises (nerfstudio's per-optimizer helper, fastai's callbacks). Unambiguous
