@@ -116,6 +116,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     page's decision, from round AV), or installs a fork of it (`github.com/ptrblck/apex`:
     SimXNS), or a frozen environment file pins apex beside an exact torch older than 2.4
     (REFERS' exported `environment.yml`: `pytorch=1.7.0=py3.6_cuda10.1...` and `apex==0.1`;
+    pip freeze's `apex @ file:///...` for a local build counts as such a pin: Vim's
+    `seg-requirements.txt` beside `torch==1.12.1`, round AY;
     this page's decision, from round AP; a README's list of versions that then clones
     current apex is no frozen file: ConSERT, round AV): an apex of its day, which has
     `apex.amp`; nor where the
