@@ -438,6 +438,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         # facechain's verified environments write the release glued to the name.
         ({"README.md": "- python: py3.8, py3.10\n- pytorch: torch2.0.0, torch2.0.1\n"}, (2, 0)),
         ({"README.md": "Convert it with torch2trt or pytorch3d.\n"}, None),
+        # MaxMatch-SimCSE's dependency list: the release in parentheses after the name.
+        ({"README.md": "## Dependencies\n* pytorch (1.11.0)\n* transformers (4.18.0)\n"}, (1, 11)),
+        ({"README.md": "Uses PyTorch (see torch.cuda.amp) and (2.0) of something else.\n"}, None),
         # PytorchOCR's environment list: the name, a colon, the release.
         ({"readme.md": "## 环境\n- paddlepaddle: 2.5.1\n- torch: 2.0.1\n"}, (2, 0)),
         # knn-vc: "X or greater" after the name, in the same clause.

@@ -1061,15 +1061,39 @@ class DeviceAnalysis:
         function = self.tree.scope_of(node)
         if not isinstance(function, cst.FunctionDef):
             return False
-        calls = [call for call in self.tree.index.calls if self._calls_function(call, function)]
-        callers = [self.tree.scope_of(call) for call in calls]
         spawned = self._spawned_per_cuda_device(function)
+        calls = [
+            call
+            for call in self.tree.index.calls
+            if self._calls_function(call, function) and not (spawned and self._call_skips_branch(call, node, function))
+        ]
+        callers = [self.tree.scope_of(call) for call in calls]
         return (bool(calls) or spawned) and all(
             isinstance(caller, cst.FunctionDef)
             and caller is not function
             and (self.requires_cuda(call, on_its_path=on_its_path) or self.in_device_condition(call))
             for call, caller in zip(calls, callers, strict=True)
         )
+
+    def _call_skips_branch(self, call: cst.Call, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+        """Is ``call`` in the ``else`` of an ``if`` whose test, spelled the same, guards
+        ``node`` inside ``function``? 3D-ResNets spawns ``main_worker`` per CUDA device under
+        ``if opt.distributed:`` and calls it directly in the ``else``, where the worker's own
+        ``if opt.distributed: init_process_group("nccl")`` does not run."""
+        code = self.source.module.code_for_node
+        skipped = {
+            code(ancestor.test)
+            for child, ancestor in self.tree.ancestry(call)
+            if isinstance(ancestor, cst.If) and child is ancestor.orelse
+        }
+        if not skipped:
+            return False
+        for child, ancestor in self.tree.ancestry(node):
+            if ancestor is function:
+                return False
+            if isinstance(ancestor, cst.If) and child is ancestor.body and code(ancestor.test) in skipped:
+                return True
+        return False
 
     def _calls_function(self, call: cst.Call, function: cst.FunctionDef) -> bool:
         """``f(...)`` for a module-level ``f``; ``self.m(...)`` in the class that defines ``m``."""
@@ -1116,6 +1140,12 @@ class DeviceAnalysis:
         if isinstance(expr, cst.Name):
             values = self.bindings.plain_values(expr)
             return bool(values) and all(self._counts_cuda_devices(value, depth + 1) for value in values or ())
+        if isinstance(expr, cst.Attribute):
+            # `opt.ngpus_per_node = torch.cuda.device_count()` (3D-ResNets' main.py): set
+            # only to the count, everywhere in the file.
+            spelled = dotted_name(expr)
+            values = [value for target, value in self._assignments if spelled is not None and dotted_name(target) == spelled]
+            return bool(values) and all(self._counts_cuda_devices(value, depth + 1) for value in values)
         return False
 
     def on_path(self, call: cst.Call, node: cst.CSTNode, statement: cst.CSTNode | None) -> bool:

@@ -248,6 +248,8 @@ class ScalerAnalysis:
         (its callers may live in other files), or a function that a function of this
         file calls with the scaler it then updates?"""
         function = step.owner
+        if isinstance(function, cst.ClassDef):
+            return self._member_handed_in(function, step.scaler)
         if not isinstance(function, cst.FunctionDef):
             return False
         if not self.scales_backward_in(function, step.scaler):
@@ -269,6 +271,22 @@ class ScalerAnalysis:
         # passes the scaler and never updates it shows the update missing.
         handed_in = any(param.name.value == step.scaler for param in _parameters(function))
         return handed_in and not any(last_name(call.func) == function.name.value for call in self.tree.index.calls)
+
+    def _member_handed_in(self, cls: cst.ClassDef, scaler: str) -> bool:
+        """Is ``self.<attr>`` a scaler the class is handed (set only from parameters of its
+        methods) and never scales a backward with? Then its owner updates it: animeface's
+        optimizer wrapper steps `self._scaler` from `__init__(optimizer, scaler)`, and the
+        accelerator that built the scaler updates it once after all optimizers (round BE)."""
+        attribute = scaler.split(".", 1)[1] if scaler.count(".") == 1 else None
+        values = self.classes.attribute_values(cls, attribute) if attribute is not None else None
+        if not values or not all(
+            isinstance(value, cst.Name)
+            and (bindings := self.bindings.assignments(value))
+            and all(isinstance(binding.node, cst.Param) for binding in bindings)
+            for value in values
+        ):
+            return False
+        return not any(spelled == scaler and self.tree.method_class(backward) is cls for backward, spelled in self.scaled_backwards)
 
     def in_scope(self, scope: cst.CSTNode) -> list[ScalerCall]:
         return [c for c in self.calls if self.tree.scope_of(c.call) is scope]

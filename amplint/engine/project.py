@@ -78,11 +78,12 @@ _CONTAINER_FILE = re.compile(r"^(?:dockerfile(?:[.-][\w.-]+)?|[\w.-]+\.dockerfil
 # Prose that names the version it was built or tested with ("PyTorch version 1.7.1",
 # "tested with PyTorch 1.10.0", "PyTorch 1.12+"): at least that version.
 _STATED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?:(?:\s+(?:version|install(?:ed|ation)?))?\s*:?\s+v?|(?=[0-9]+\.[0-9]))([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    r"(?<![\w.-])(?:py)?torch(?:(?:\s+(?:version|install(?:ed|ation)?))?\s*:?\s+v?|(?=[0-9]+\.[0-9])"
+    r"|\s*\(\s*v?(?=[0-9]+\.[0-9]+(?:\.[0-9]+)?\s*\)))([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )  # "PyTorch 1.12", "PyTorch version 1.7.1", "PyTorch install 1.7.1" (suncet's requirements list),
 # "pytorch: torch2.0.0, torch2.0.1" (facechain's verified environments), "- torch: 2.0.1"
-# (PytorchOCR's environment list)
+# (PytorchOCR's environment list), "* pytorch (1.11.0)" (MaxMatch-SimCSE's dependency list)
 # `cd ImageBind` (on this line or an earlier one of the block), `pip install -r requirements.txt`.
 # `conda env create -f scripts/environment.yaml` (imaginaire's INSTALL.md) likewise.
 _CD_OR_PIP_INSTALL_R = re.compile(

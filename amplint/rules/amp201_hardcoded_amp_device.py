@@ -203,8 +203,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     caller of the function in the file requires CUDA that way (nnU-Net's `setup_ddp`,
     called only by a `run_ddp` that then calls `torch.cuda.set_device`), when the function
     is spawned once per CUDA device (`torch.multiprocessing.spawn(main_worker,
-    nprocs=torch.cuda.device_count())`), in a module-level function of a script (a file
-    with an `if __name__ == "__main__":` block) that the file never names again, so it does
+    nprocs=torch.cuda.device_count())`, the count also through a name or an attribute the
+    file sets only to it; a direct call in the `else` of the very test that guards the
+    call in the worker does not count: 3D-ResNets' `if opt.distributed:`; round BE), in a
+    module-level function of a script (a file with an `if __name__ == "__main__":` block) that the file never names again, so it does
     not run when the script does (ViT-Lens's leftover `setup(rank, world_size)`; this page's
     extension, from round AB), in a module-level function that only the script's `if
     __name__ == "__main__":` block calls, when that block also calls something that needs

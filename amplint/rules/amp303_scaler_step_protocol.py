@@ -53,7 +53,10 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     class where the file updates `self.<owner>.scaler` (fastai's `MixedPrecision` callback:
     `self.scaler.step(self)` in `before_step`, `self.learn.scaler.update()` in
     `after_step`; a callback reads what it lacks from its learner, so they are one scaler;
-    round BA). Nor is an object named like a scaler that the file builds with
+    round BA). Nor is `self.scaler` in a class that is handed it (set only from parameters
+    of its methods) and never scales a backward with it: an optimizer wrapper steps the
+    scaler its owner built and updates (animeface's `MiniAcceleratedOptimizer`, round BE).
+    Nor is an object named like a scaler that the file builds with
     some other call and never uses to scale a loss (fairscale's
     `layer_scaler = LayerwiseGradientScaler(...)`): RULES.md's scaler (section D) is one
     built as a GradScaler or used as `X.scale(loss).backward()`. Where the file does not
@@ -207,6 +210,22 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 current_scaler.step(self._opt)
                 if external_scaler is None:
                     self._scaler.update()
+        """,
+        # An optimizer wrapper handed the scaler steps it; the accelerator that built the
+        # scaler updates it once after all optimizers (animeface, round BE).
+        """
+        import torch
+
+        class AcceleratedOptimizer(torch.optim.Optimizer):
+            def __init__(self, optimizer, scaler=None):
+                self._optimizer = optimizer
+                self._scaler = scaler
+
+            def step(self, closure=None):
+                if self._scaler is not None:
+                    self._scaler.step(self._optimizer, closure)
+                else:
+                    self._optimizer.step(closure)
         """,
         # A helper handed the scaler steps the optimizers; its caller updates (nerfstudio).
         """

@@ -584,3 +584,47 @@ def test_a_device_read_from_a_config_key_the_file_sets_only_to_cuda(value: str, 
     source = CONFIG_DICT_DEVICE.format(value=value, extra=extra)
     codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+SPAWNED_WORKER = """\
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def main_worker(index, opt):
+    if opt.distributed:
+        dist.init_process_group(backend="nccl", world_size=opt.world_size, rank=index)
+    model = build(opt).to(opt.device)
+
+
+if __name__ == "__main__":
+    opt = get_opt()
+    opt.device = torch.device("cpu" if opt.no_cuda else "cuda")
+    opt.ngpus_per_node = torch.cuda.device_count()
+{extra}    if opt.distributed:
+        mp.spawn(main_worker, nprocs=opt.ngpus_per_node, args=(opt,))
+{direct}
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "direct", "reported"),
+    [
+        # 3D-ResNets: one worker per CUDA device; the direct call runs only where the
+        # worker's `if opt.distributed:` is false.
+        ("", "    else:\n        main_worker(-1, opt)", False),
+        ("", "", False),
+        # The count attribute is set to something else too: not one worker per GPU.
+        ("    opt.ngpus_per_node = 4\n", "    else:\n        main_worker(-1, opt)", True),
+        # A direct call outside the `else` runs the NCCL branch without CUDA.
+        ("", "    main_worker(-1, opt)", True),
+        # An `else` of another test does not exclude the worker's branch.
+        ("", "    elif opt.single:\n        pass\n    else:\n        main_worker(-1, opt)", False),
+        ("", "    if opt.other:\n        pass\n    else:\n        main_worker(-1, opt)", True),
+    ],
+)
+def test_nccl_in_a_worker_spawned_per_cuda_device_through_an_attribute(extra: str, direct: str, reported: bool) -> None:
+    source = SPAWNED_WORKER.format(extra=extra, direct=direct)
+    codes = [d.code for d in check_source(source, "main.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes

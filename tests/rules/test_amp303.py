@@ -137,3 +137,35 @@ def test_a_helper_that_only_steps_is_right_and_an_update_inside_it_breaks_the_ca
     namespace, _ = run_snippet(per_step_update, torch=torch)
     with pytest.raises(AssertionError, match="No inf checks were recorded"):
         namespace["train"](models, optimizers, torch.amp.GradScaler("cpu"), 3)
+
+
+WRAPPER = """\
+import torch
+
+
+class Wrapped:
+    def __init__(self, optimizer, scaler=None):
+        self._optimizer = optimizer
+        self._scaler = {bound}
+
+    def step(self, loss):
+{body}        self._scaler.step(self._optimizer)
+"""
+
+
+@pytest.mark.parametrize(
+    ("bound", "body", "reported"),
+    [
+        # Handed in and only stepped: the owner updates (animeface).
+        ("scaler", "", False),
+        # The class scales the backward itself: the protocol is its own, update missing.
+        ("scaler", "        self._scaler.scale(loss).backward()\n", True),
+        # The class may build the scaler itself: it owns the update.
+        ("scaler or torch.amp.GradScaler()", "", True),
+        ("torch.amp.GradScaler()", "", True),
+    ],
+)
+def test_a_scaler_member_the_class_is_handed_leaves_update_to_its_owner(bound: str, body: str, reported: bool) -> None:
+    source = WRAPPER.format(bound=bound, body=body)
+    codes = [d.code for d in check_source(source, "wrap.py", select=["AMP303"])]
+    assert (codes != []) is reported, codes
