@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -451,9 +452,23 @@ def _placed(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
                 _, location, error = broken
                 moved = dataclasses.replace(diagnostic, location=location, end_location=location, message=f"cannot parse: {error}")
                 return notebook.place(moved)
+            # CPython names other lines of the module ("expected an indented block after
+            # 'else' statement on line 242"): say where they are in the notebook.
+            return dataclasses.replace(placed, message=_LINE_REFERENCE.sub(lambda m: _cell_line(notebook, placed.cell, m), placed.message))
         return placed
     except ValueError:
         return diagnostic
+
+
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+
+
+def _cell_line(notebook: Notebook, cell: int | None, match: re.Match[str]) -> str:
+    try:
+        where = notebook.locate((int(match.group(1)), 1))
+    except ValueError:
+        return match.group(0)
+    return f"line {where.row}" if where.cell == cell else f"cell {where.cell}, line {where.row}"
 
 
 def _placed_failure(notebook: Notebook, failure: FixFailure) -> FixFailure:

@@ -335,6 +335,18 @@ def test_a_syntax_error_is_one_amp900_in_its_cell(project: Path) -> None:
     ]
 
 
+def test_a_line_the_parse_error_names_is_given_in_the_cell_not_the_module(project: Path) -> None:
+    # kaggle_monorepo (round BE): CPython names the `else` by its module line (242 there).
+    document = notebook()
+    document["cells"][4]["source"] = ["x = 1\n", "if x:\n", "    pass\n", "else:\n", "y = 2\n"]
+    (project / "nb.ipynb").write_bytes(one_space_json(document))
+    code, out, _ = invoke("check", "--output-format", "concise", "nb.ipynb")
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "nb.ipynb:cell 5:5:1: AMP900 cannot parse: IndentationError: expected an indented block after 'else' statement on line 4"
+    )
+
+
 def test_a_cell_broken_on_its_own_gets_the_amp900_not_the_later_cell_where_the_module_fails(project: Path) -> None:
     # A truncated docstring (huggingface/notebooks' video_classification): Jupyter stops
     # at that cell; read as one module, the string would close in the next cell.
