@@ -396,28 +396,36 @@ class DeviceAnalysis:
         plain calls, and always with a CUDA device for it (the caller's own CUDA device
         passed down: ``train(model, loader, torch.device("cuda", 0))``)? A function the file
         also hands on (a callback, ``spawn(train, ...)``) may be called with anything."""
+        given = self.parameter_arguments(param)
+        return bool(given) and all(self._holds_cuda(value, depth) for value in given or ())
+
+    def parameter_arguments(self, param: cst.CSTNode | None) -> list[cst.BaseExpression] | None:
+        """What every call of the file gives ``param`` (its default where a call leaves it
+        out), when the file calls its function, only by its name in plain calls; else None."""
         if not isinstance(param, cst.Param) or param.star not in ("", cst.MaybeSentinel.DEFAULT):
-            return False
+            return None
         function = self._enclosing_function(param)
         if function is None:
-            return False
+            return None
         calls = self.plain_calls_of(function)
         if not calls:
-            return False
+            return None
         owner = self.tree.class_of(function)
         positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
         if owner is not None and positional and not any(
             self.names.resolve(decorator.decorator) == "staticmethod" for decorator in function.decorators
         ):
             positional = positional[1:]  # `self` (or `cls`) is not in the call's arguments
+        found: list[cst.BaseExpression] = []
         for call in calls:
             matched = match_arguments(call.args, positional)
             if matched is None:
-                return False
+                return None
             given = matched[0].get(param.name.value, param.default)
-            if given is None or not self._holds_cuda(given, depth):
-                return False
-        return True
+            if given is None:
+                return None
+            found.append(given)
+        return found
 
     def plain_calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of ``function`` in this file (its class's constructions for an

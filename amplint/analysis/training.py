@@ -39,9 +39,10 @@ from amplint.engine.context import SourceContext
 
 # Function names that mark evaluation-only code: at the start or after an underscore
 # (`evaluate`, `log_validation`, `run_inference`, `save_checkpoint`).
-TEST_FILE = re.compile(r"(^test_.*|.*_test)\.py$")
+TEST_FILE = re.compile(r"(^test_.*|.*_test)\.(py|ipynb)$")
 TEST_DIRECTORIES = frozenset({"tests", "test"})
-BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?(_.*)?|.*_bench(mark)?)\.py$")
+# ... notebooks too (ready-steady-go's `nbs/00_benchmark.ipynb`, round BF).
+BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?(_.*)?|.*_bench(mark)?)\.(py|ipynb)$")
 BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench"})
 # A script named as a numerical check (VMamba's `vmamba_checks.py` compares two models'
 # gradients under autocast).

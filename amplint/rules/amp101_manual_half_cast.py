@@ -71,7 +71,10 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     APE's `main()` builds, casts and tests a model there; amplint's decision, round AZ); casts of state dicts, checkpoints, EMA or deep copies, and
     values passed to `torch.save`; autocast-disabled regions; test modules (`test_*.py`,
     `*_test.py`, files under a `tests/` or `test/` directory) and `unittest.TestCase`
-    classes, which cast on purpose; files of a copy of NVIDIA apex the project keeps
+    classes, which cast on purpose; benchmark modules (`bench.py`, `benchmark_*.py`,
+    `*_bench.py`, files under `benchmarks/`), which time the precision they are told to
+    (superbenchmark's FP8 mode casts the model to float16 for Transformer Engine; amplint's
+    decision, round BF); files of a copy of NVIDIA apex the project keeps
     (`apex/apex/...`, `apex/contrib/...`: VALOR's vendored apex, whose kernel tests and
     profiling examples run in half on purpose; amplint's decision, from round AD); and, a decision of amplint's, casts inside the
     methods of an `nn.Module` subclass, which are the model's own deliberate dtype
@@ -592,7 +595,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     def _file_trains(self) -> bool:
         """Checked before any dtype is resolved: most files that cast never train."""
         training = self.context.analysis.training
-        return not training.in_test_module and not training.in_apex_copy and training.trains
+        return not training.in_test_module and not training.in_benchmark_module and not training.in_apex_copy and training.trains
 
     def _applies(self, node: cst.Call) -> bool:
         analysis = self.context.analysis

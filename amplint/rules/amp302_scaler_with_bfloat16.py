@@ -68,7 +68,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     (`train_and_evaluate(..., scaler)`; only a literal bfloat16 there gets the fix, since
     the dtype's name lives in the callee; RULES.md names only the class and the module,
     this step is this page's extension). An `enabled=` expression that mentions
-    `float16`, `"float16"`, `half` or `fp16` counts as conditioned.
+    `float16`, `"float16"`, `half` or `fp16` counts as conditioned, itself or through the
+    flag it reads (micror1's `grad_scaling_enabled = (dtype == 'float16')`, round BF).
 
     Across files: a call of a project function whose every `return` builds an
     always-enabled GradScaler, or of a project class whose `__init__` stores one
@@ -602,7 +603,11 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             return
         enabled = arguments.get("enabled")
         if enabled is not None and (
-            bool_value(enabled) is False or mentions(enabled, FLOAT16_WORDS) or _excludes_bfloat16(enabled)
+            bool_value(enabled) is False
+            or mentions(enabled, FLOAT16_WORDS)
+            or _excludes_bfloat16(enabled)
+            # ... or through the flag it reads (micror1: `grad_scaling_enabled = (dtype == 'float16')`).
+            or (isinstance(enabled, (cst.Name, cst.Attribute)) and self._names_float16(enabled))
         ):
             return
         if self._never_scales(node):

@@ -88,3 +88,30 @@ def main(args, cfg, build, wrap, do_test):
 def test_a_cast_in_a_branch_named_for_evaluation(flag: str, reported: bool) -> None:
     codes = [d.code for d in check_source(EVAL_ONLY_BRANCH.format(flag=flag), "train_net.py", select=["AMP101"])]
     assert codes == (["AMP101"] if reported else [])
+
+
+HALF_TRAINED = """\
+import torch
+
+def run(model, x, y, optimizer):
+    model = model.to(dtype=torch.float16)
+    for _ in range(10):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "reported"),
+    [
+        # superbenchmark's model benchmarks time the precision they are told to (round BF).
+        ("superbench/benchmarks/model_benchmarks/pytorch_bert.py", False),
+        ("benchmark_fp16.py", False),
+        ("train.py", True),
+        ("workbench.py", True),
+    ],
+)
+def test_a_benchmark_module_casts_the_model_on_purpose(path: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(HALF_TRAINED, path, select=["AMP101"])]
+    assert codes == (["AMP101"] if reported else [])

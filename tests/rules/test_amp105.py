@@ -79,3 +79,13 @@ def run(model, x, y, optimizer, dtype):
 def test_a_benchmark_module_times_float16_steps_without_a_scaler(path: str, reported: bool) -> None:
     codes = [d.code for d in check_source(TIMED_TRAINING, path, select=["AMP105"])]
     assert codes == (["AMP105"] if reported else [])
+
+
+@pytest.mark.parametrize(("path", "reported"), [("nbs/00_benchmark.ipynb", False), ("nbs/00_train.ipynb", True)])
+def test_a_benchmark_notebook_times_float16_steps_without_a_scaler(path: str, reported: bool) -> None:
+    # ready-steady-go's `nbs/00_benchmark.ipynb` (round BF): a notebook named as a benchmark.
+    from amplint.notebook import notebook_json
+
+    data = notebook_json([("markdown", "# Benchmark"), ("code", TIMED_TRAINING)])
+    codes = [d.code for d in check_source(data, path, select=["AMP105"])]
+    assert codes == (["AMP105"] if reported else [])

@@ -628,3 +628,33 @@ def test_nccl_in_a_worker_spawned_per_cuda_device_through_an_attribute(extra: st
     source = SPAWNED_WORKER.format(extra=extra, direct=direct)
     codes = [d.code for d in check_source(source, "main.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+STRING_MATCHED_PARAMETER = """\
+import torch
+from contextlib import nullcontext
+
+
+def setup(device_name, dtype="bfloat16"):
+    device_type = 'cuda' if 'cuda' in device_name else 'cpu'
+    return nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type)
+
+{calls}
+"""
+
+
+@pytest.mark.parametrize(
+    ("calls", "reported"),
+    [
+        # Tiny-GRPO: the file's one call passes CUDA or CPU, so the mapping is exact.
+        ('env = setup("cuda" if torch.cuda.is_available() else "cpu")', False),
+        ('env = setup("cuda:0")\nother = setup(device_name="cpu")', False),
+        # A call that may pass another device, or none in this file: reported as before.
+        ('env = setup("cuda" if torch.cuda.is_available() else "mps")', True),
+        ("env = setup(args.device)", True),
+        ("", True),
+    ],
+)
+def test_a_string_test_on_a_parameter_the_file_fills_with_cuda_or_cpu(calls: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(STRING_MATCHED_PARAMETER.format(calls=calls), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes

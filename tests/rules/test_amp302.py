@@ -114,3 +114,31 @@ def test_a_scaler_handed_to_a_function_meets_its_autocast(dtype: str, scaler: st
     source = HANDED_OVER.replace("DTYPE", dtype).replace("SCALER", scaler).replace("CALL_ARGS", call_args)
     found = [(d.code, d.location.row) for d in check_source(source, "train.py", select=["AMP302"])]
     assert found == ([("AMP302", 12)] if fires else [])
+
+
+FLAG_ENABLED = """\
+import torch
+
+dtype = 'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'
+ptdtype = {{'bfloat16': torch.bfloat16, 'float16': torch.float16}}[dtype]
+{flag}
+scaler = torch.amp.GradScaler('cuda', enabled=grad_scaling_enabled)
+with torch.autocast('cuda', dtype=torch.bfloat16):
+    loss = model(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "reported"),
+    [
+        # micror1: the flag `enabled=` reads is a float16 test.
+        ("grad_scaling_enabled = (dtype == 'float16')", False),
+        ("grad_scaling_enabled = ptdtype == torch.float16", False),
+        # A flag that says nothing of float16 leaves the scaler on for bfloat16.
+        ("grad_scaling_enabled = args.amp", True),
+        ("grad_scaling_enabled = True", True),
+    ],
+)
+def test_an_enabled_flag_bound_to_a_float16_test_conditions_the_scaler(flag: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(FLAG_ENABLED.format(flag=flag), "train.py", select=["AMP302"])]
+    assert (codes != []) is reported, codes
