@@ -873,7 +873,36 @@ class DeviceAnalysis:
             self._scope_requires_cuda(scope, path, follow_methods=True)
             or self._constructor_requires_cuda(scope)
             or self._enclosing_requires_cuda(scope)
+            or self._imported_only_with_cuda(node)
         )
+
+    def _imported_only_with_cuda(self, node: cst.CSTNode) -> bool:
+        """Does the module, at import and before the top-level statement that holds
+        ``node`` (its function's definition), run a call that requires CUDA, on no
+        condition? LDM.py prints `torch.cuda.get_device_name()` at import, which raises
+        without CUDA, so nothing after it runs anywhere else (round BF)."""
+        first = self._first_statement_requiring_cuda
+        if first is None:
+            return False
+        module = self.source.module
+        top = next((child for child, ancestor in self.tree.ancestry(node) if ancestor is module), None)
+        return top is not None and any(statement is top for statement in module.body[first + 1 :])
+
+    @functools.cached_property
+    def _first_statement_requiring_cuda(self) -> int | None:
+        """The position of the module's first plain top-level statement that runs a call
+        requiring CUDA (not under an ``if`` or ``try``: those may not run)."""
+        for number, statement in enumerate(self.source.module.body):
+            if isinstance(statement, cst.SimpleStatementLine) and any(
+                self.tree.within(call, statement) and self.call_requires_cuda(call) for call in self._module_level_calls
+            ):
+                return number
+        return None
+
+    @functools.cached_property
+    def _module_level_calls(self) -> list[cst.Call]:
+        module = self.source.module
+        return [call for call in self.tree.index.calls if self.tree.scope_of(call) is module]
 
     def queries_cuda_state(self, node: cst.CSTNode) -> bool:
         """Does the function (or module) running ``node`` call, on any branch and outside

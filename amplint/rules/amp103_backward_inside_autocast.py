@@ -21,7 +21,8 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     state, inside the outer backward pass); `accelerator.backward(loss)`, `optimizer.backward(loss)` and other
     methods named `backward` that take the loss as an argument (their library runs the
     backward pass outside autocast itself); a backward in a function merely *defined*
-    under autocast; and, a decision of amplint's that RULES.md leaves open, test modules
+    under autocast; a backward in a `dtype=torch.float32` autocast, which casts nothing
+    (vae_from_scratch, round BF); and, a decision of amplint's that RULES.md leaves open, test modules
     (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), where a backward under
     autocast is timed or compared on purpose (torch-ngp's benchmarks, llm-foundry's
     determinism test), as AMP101 and AMP105 are; and benchmark modules (`benchmark_*.py`,
@@ -285,6 +286,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         block = self.context.analysis.autocast.enclosing(node)
         if block is None or block.disabled or self._in_custom_backward(node) or self._runs_only_disabled(node, block):
             return
+        dtype = block.use.dtype_expr
+        if dtype is not None and self.context.analysis.values.dtype_values(dtype) == frozenset({"float32"}):
+            return  # a float32 autocast casts nothing (vae_from_scratch, round BF)
         self.report(node, f"{self.summary}{block.use.origin}", fix=self._dedent_fix(node, block.statement))
 
     def _runs_only_disabled(self, node: cst.CSTNode, block: AutocastBlock) -> bool:

@@ -115,8 +115,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `globals().update(...)`, an argparse `--device` option); in such a scope a tensor's or
     module's `.device` (`noise.device`, `net.device`) is that CUDA device too, not a
     device variable. (a) is also silent in a
-    function (or module-level code) that requires CUDA anyway on the autocast's own path,
-    as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
+    function (or module-level code) that requires CUDA anyway on the autocast's own path
+    (or whose module makes such a call at import, in a plain top-level statement before
+    the function: LDM.py prints `torch.cuda.get_device_name()`; round BF), as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
     tensor (or anything else) with `device="cuda"` or `device=torch.device("cuda", i)`
     (fastenhancer's `self.loss.initialize(device=torch.device("cuda", index=self.rank))`), passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,

@@ -69,3 +69,24 @@ def train(model, x, optimizer):
 def test_a_kernel_benchmark_times_backward_under_autocast(path: str, source: str, reported: int) -> None:
     codes = [d.code for d in check_source(source, path, select=["AMP103"])]
     assert codes == ["AMP103"] * reported
+
+
+FLOAT32_BLOCK = """\
+import torch
+
+def train(model, x, opt):
+    with torch.autocast("cuda", dtype={dtype}):
+        loss = model(x)
+        loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("dtype", "reported"),
+    # vae_from_scratch (round BF): a float32 autocast casts nothing, so nothing differs.
+    [("torch.float32", False), ("torch.float", False), ("torch.float16", True), ("torch.bfloat16", True), ("dtype", True)],
+)
+def test_a_backward_inside_a_float32_autocast_is_not_reported(dtype: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(FLOAT32_BLOCK.format(dtype=dtype), "train.py", select=["AMP103"])]
+    assert codes == (["AMP103"] if reported else [])

@@ -658,3 +658,32 @@ def setup(device_name, dtype="bfloat16"):
 def test_a_string_test_on_a_parameter_the_file_fills_with_cuda_or_cpu(calls: str, reported: bool) -> None:
     codes = [d.code for d in check_source(STRING_MATCHED_PARAMETER.format(calls=calls), "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+IMPORTED_WITH_CUDA = """\
+import torch
+
+{first}
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
+def train(model, x):
+    with torch.autocast('cuda', dtype=torch.float16):
+        return model(x.to(device))
+{after}"""
+
+
+@pytest.mark.parametrize(
+    ("first", "after", "reported"),
+    [
+        # LDM.py (round BF): `torch.cuda.get_device_name()` at import raises without CUDA.
+        ("print(torch.cuda.get_device_name())", "", False),
+        ("torch.cuda.set_device(0)", "", False),
+        # Under a condition, or after the function, it does not make the function CUDA-only.
+        ("if torch.cuda.is_available():\n    print(torch.cuda.get_device_name())", "", True),
+        ("", "print(torch.cuda.get_device_name())\n", True),
+        ("print(torch.cuda.is_available())", "", True),
+    ],
+)
+def test_a_module_that_requires_cuda_at_import_makes_later_functions_cuda_only(first: str, after: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(IMPORTED_WITH_CUDA.format(first=first, after=after), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
