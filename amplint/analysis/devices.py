@@ -712,13 +712,32 @@ class DeviceAnalysis:
                 found[key] = True
         return found
 
-    def _under_device_test(self, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+    def _under_device_test(self, node: cst.CSTNode, function: cst.CSTNode) -> bool:
         for child, ancestor in self.tree.ancestry(node):
             if ancestor is function:
                 return False
             if isinstance(ancestor, cst.If) and child is ancestor.body and self.is_device_test(ancestor.test):
                 return True
         return False
+
+    def _set_only_under_device_test(self, test: cst.BaseExpression) -> bool:
+        """``if self.scaler is not None:`` (or ``if self.scaler:``) where every value but
+        ``None`` the file gives ``self.scaler`` is given under a device test: vqa-model-builder's
+        ``_setup_amp`` builds its GradScaler only when ``self.device.type == "cuda"``, so the
+        branch runs only there (round BF)."""
+        subject: cst.BaseExpression = test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            if not (isinstance(target.operator, cst.IsNot) and is_none(target.comparator)):
+                return False
+            subject = test.left
+        spelled = dotted_name(subject) if isinstance(subject, (cst.Name, cst.Attribute)) else None
+        if spelled is None:
+            return False
+        given = [(target, value) for target, value in self._assignments if dotted_name(target) == spelled and not is_none(value)]
+        return bool(given) and all(
+            self._under_device_test(target, self.tree.scope_of(target)) for target, _ in given
+        )
 
     def _assigned_to(self, key: str) -> list[cst.BaseExpression]:
         """The values the file assigns to a name, attribute or string key spelled ``key``."""
@@ -805,7 +824,7 @@ class DeviceAnalysis:
             if (
                 isinstance(current, (cst.If, cst.IfExp))
                 and child is not current.test
-                and self.is_device_test(current.test)
+                and (self.is_device_test(current.test) or (child is current.body and self._set_only_under_device_test(current.test)))
             ):
                 return True
             # `torch.cuda.is_available() and init_process_group("nccl")`

@@ -687,3 +687,49 @@ def train(model, x):
 def test_a_module_that_requires_cuda_at_import_makes_later_functions_cuda_only(first: str, after: str, reported: bool) -> None:
     codes = [d.code for d in check_source(IMPORTED_WITH_CUDA.format(first=first, after=after), "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+SCALER_BUILT_ON_CUDA = """\
+import torch
+from torch.amp import GradScaler, autocast
+
+
+class Trainer:
+    def __init__(self, config, model):
+        self.config = config
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = model.to(self.device)
+        self.scaler = None
+
+    def setup_amp(self):
+        if {test}:
+            self.scaler = GradScaler()
+        else:
+            self.scaler = None
+{extra}
+    def step(self, batch):
+        if self.scaler is not None:
+            with autocast(device_type="cuda", dtype=torch.float16):
+                return self.model(batch.to(self.device))
+        return self.model(batch.to(self.device))
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "extra", "reported"),
+    [
+        # vqa-model-builder (round BF): the scaler exists only on CUDA, so the branch runs there.
+        ('self.config.use_amp and self.device.type == "cuda"', "", False),
+        ("torch.cuda.is_available()", "", False),
+        # Built on any device, or also elsewhere: the branch may run off CUDA.
+        ("self.config.use_amp", "", True),
+        (
+            'self.device.type == "cuda"',
+            "\n    def resume(self, state):\n        self.scaler = GradScaler()\n        self.scaler.load_state_dict(state)\n",
+            True,
+        ),
+    ],
+)
+def test_a_branch_on_a_scaler_built_only_on_cuda_is_a_device_test(test: str, extra: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(SCALER_BUILT_ON_CUDA.format(test=test, extra=extra), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
