@@ -433,3 +433,18 @@ def test_no_worker_outlives_a_killed_run(tmp_path: Path, kill: signal.Signals) -
     while time.monotonic() < deadline and _processes_naming(str(tmp_path)):
         time.sleep(0.1)
     assert _processes_naming(str(tmp_path)) == []
+
+
+def test_a_project_module_named_like_the_standard_library_does_not_shadow_it(tmp_path: Path) -> None:
+    # URLBERT (round BF) keeps its own `tokenize.py` at the root; `python -m amplint` run
+    # there put it before the standard library's and died importing it.
+    (tmp_path / "tokenize.py").write_text('raise SystemExit("the project\'s tokenize.py was imported")\n')
+    (tmp_path / "train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-m", "amplint", "check", "--no-cache", "--output-format", "concise", "train.py"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert "tokenize.py was imported" not in result.stderr + result.stdout
+    assert result.returncode == 1
+    assert "train.py:2:10: AMP001" in result.stdout

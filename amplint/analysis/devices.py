@@ -653,7 +653,14 @@ class DeviceAnalysis:
                 return True
             if isinstance(expr, cst.Name):
                 bound = self.bindings.single_value(expr)
-                return bound is not None and self.is_device_test(bound, depth + 1)
+                if bound is not None:
+                    return self.is_device_test(bound, depth + 1)
+                # A parameter every call of the file fills with a device-gated flag
+                # (ME-IIS: `amp_enabled=bool(amp_enabled)`, the caller's own `... and
+                # device.type == "cuda"`; round BF).
+                bindings = self.bindings.assignments(expr)
+                given = self.parameter_arguments(bindings[0].node) if len(bindings or ()) == 1 else None
+                return bool(given) and all(self.gated_on_device(value, depth + 1) for value in given or ())
         return False
 
     def gated_on_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -666,7 +673,7 @@ class DeviceAnalysis:
         purpose."""
         if depth > _MAX_DEPTH:
             return False
-        if self.is_device_test(expr):
+        if self.is_device_test(expr, depth):
             return True
         if isinstance(expr, cst.IfExp):
             return self.is_device_test(expr.test) or any(self.gated_on_device(side, depth + 1) for side in (expr.body, expr.orelse))

@@ -246,7 +246,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `self.scaler = GradScaler(...) if not self.cpu else None`, a dtype that is float32
     unless `torch.cuda.is_available()`, a flag bound to a call of a project function (of
     this file or another) that returns `False` under a device test (YOLO's `amp =
-    check_amp(model)`) — since AMP is then CUDA-only on purpose; an autocast in the body of
+    check_amp(model)`), a parameter every call of the file fills with such a flag (ME-IIS's
+    `amp_enabled=bool(amp_enabled)`, round BF) — since AMP is then CUDA-only on purpose; an autocast in the body of
     `if self.scaler is not None:` (or `if self.scaler:`) where every value but `None` the
     file gives `self.scaler` is given under a device test (vqa-model-builder's `_setup_amp`,
     round BF); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);

@@ -733,3 +733,37 @@ class Trainer:
 def test_a_branch_on_a_scaler_built_only_on_cuda_is_a_device_test(test: str, extra: str, reported: bool) -> None:
     codes = [d.code for d in check_source(SCALER_BUILT_ON_CUDA.format(test=test, extra=extra), "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+FLAG_PARAMETER = """\
+import torch
+from contextlib import nullcontext
+
+
+def train_one_epoch(model, loader, device, amp_enabled: bool):
+    for images in loader:
+        with (torch.autocast("cuda", dtype=torch.float16) if amp_enabled else nullcontext()):
+            loss = model(images.to(device))
+        loss.backward()
+
+
+def run(config, model, loader):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    amp_enabled = {flag}
+    train_one_epoch(model, loader, device, amp_enabled=bool(amp_enabled))
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "reported"),
+    [
+        # ME-IIS (round BF): the caller turns AMP on only on CUDA and passes the flag down.
+        ('bool(config.amp) and device.type == "cuda"', False),
+        ("torch.cuda.is_available() and config.amp", False),
+        # A flag that says nothing of the device: AMP may be asked for off CUDA.
+        ("bool(config.amp)", True),
+    ],
+)
+def test_an_amp_flag_parameter_the_file_fills_with_a_device_test(flag: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(FLAG_PARAMETER.format(flag=flag), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
