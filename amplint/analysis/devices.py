@@ -1394,12 +1394,15 @@ def _is_tensor_device(variable: DeviceVariable, tensors: set[str]) -> bool:
     ``x = batch["x"].cuda()``): it says where the data is, even in CUDA-only code, so it
     is no device variable."""
     expr = variable.expr
-    return (
-        variable.kind == "attribute"
-        and isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value in tensors
-    )
+    if variable.kind != "attribute" or not isinstance(expr, cst.Attribute):
+        return False
+    if isinstance(expr.value, cst.Attribute) and expr.value.attr.value in _TENSOR_MEMBERS:
+        return True  # `layer.self_attn.q_proj.weight.device`: where a weight lives (2Mamba2Furious)
+    return isinstance(expr.value, cst.Name) and expr.value.value in tensors
+
+
+# Members that hold a tensor on any module or tensor: `.weight`, `.bias`, `.grad`, `.data`.
+_TENSOR_MEMBERS = frozenset({"weight", "bias", "grad", "data"})
 
 
 def _string_key(expr: cst.CSTNode) -> str | None:

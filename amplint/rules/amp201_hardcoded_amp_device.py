@@ -106,7 +106,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     to such an `x.device` (ACE-Step's `device = target_wavs.device`, SimpleTuner's `B, device
     = latents.shape[0], latents.device`; this page's extension, from rounds AB and AD); so is `x.device` of a
     parameter annotated `torch.Tensor`, and of a name indexed by several axes or slices
-    (`x[0, ...]`, `x[:, 1:]`). A `device` bound only
+    (`x[0, ...]`, `x[:, 1:]`), and the device of a weight, bias, gradient or `.data`
+    (`layer.q_proj.weight.device`: 2Mamba2Furious, round BG). A `device` bound only
     to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,

@@ -767,3 +767,20 @@ def run(config, model, loader):
 def test_an_amp_flag_parameter_the_file_fills_with_a_device_test(flag: str, reported: bool) -> None:
     codes = [d.code for d in check_source(FLAG_PARAMETER.format(flag=flag), "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+@pytest.mark.parametrize(
+    ("read", "reported"),
+    [
+        # 2Mamba2Furious (round BG): where a weight lives is no choice of device.
+        ("layer.self_attn.q_proj.weight.device", False),
+        ("model.head.bias.device", False),
+        ("p.grad.device", False),
+        # A configured device read through an object is one.
+        ("trainer.args.device", True),
+    ],
+)
+def test_the_device_of_a_weight_is_no_device_variable(read: str, reported: bool) -> None:
+    source = f"import torch\n\ndef step(model, layer, p, trainer, x):\n    x = x.to({read})\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return model(x)\n"
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
