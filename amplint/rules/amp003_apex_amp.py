@@ -40,6 +40,14 @@ OPT_LEVELS = frozenset({"O1", "O2"})
 # A condition that picks a branch by torch version: `version.parse(torch.__version__) <
 # version.parse("1.6")`, `TORCH_VERSION < (1, 6)`, `hasattr(torch.cuda, "amp")`.
 VERSION_TEST = re.compile(r"version|hasattr\s*\(\s*torch\b", re.IGNORECASE)
+# ... that holds only on a torch older than native AMP (1.6) whatever its other branch does:
+# `version.parse(torch.__version__) < version.parse("1.6")` (private-transformers' copy of
+# an old HF Trainer, whose other branch only sets `_use_native_amp = True`; round BG).
+BEFORE_NATIVE_AMP = re.compile(
+    r"(?:torch\.__version__|torch_version|TORCH_VERSION)\W{0,3}\s*<\s*"
+    r"(?:(?:version\.)?parse(?:_version)?\(|LooseVersion\()?\s*[\"'(]\s*1\s*[.,]\s*[0-6]\b",
+    re.IGNORECASE,
+)
 NATIVE_AMP_MODULES = ("torch.cuda.amp", "torch.amp", "torch.cpu.amp")
 NATIVE_AMP_NAMES = frozenset({"torch.autocast", "torch.GradScaler"})
 
@@ -92,7 +100,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     runs only on a torch too old for native AMP, which current apex does not support
     anyway: a branch of a torch-version test (`if version.parse(torch.__version__) <
     version.parse("1.6"):`, `hasattr(torch.cuda, "amp")`) whose other branch uses native
-    AMP, the `except ImportError:` of a native AMP import, and uses of `amp` where only
+    AMP, the body of a test that holds only on a torch before 1.6 whatever its other branch
+    does (private-transformers' `else: _use_native_amp = True`; round BG), the `except ImportError:` of a native AMP import, and uses of `amp` where only
     such a branch binds it; likewise the branch where a native-AMP availability flag is
     false (timm's `has_native_amp`, bound to `False` and set to `True` only after code
     that reaches `torch.cuda.amp` succeeds: `if has_native_amp: ... elif has_apex:`), and
@@ -574,6 +583,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
                 return True
             if not isinstance(ancestor, cst.If) or child is ancestor.test:
                 continue
+            if child is ancestor.body and BEFORE_NATIVE_AMP.search(self.context.module.code_for_node(ancestor.test)):
+                return True
             if VERSION_TEST.search(self.context.module.code_for_node(ancestor.test)):
                 sibling = ancestor.orelse if child is ancestor.body else ancestor.body if child is ancestor.orelse else None
                 if sibling is not None and analysis.compat.uses(sibling, _is_native_amp):

@@ -37,7 +37,10 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
     RULES.md's letter is file-wide; this keeps its premise. Likewise (round BC) an
     `nn.BCELoss()` assigned to a name or attribute that the file never mentions again
     (cav-mae's `args.loss_fn = torch.nn.BCELoss()` left over in feature-extraction
-    scripts that compute no loss): nothing can call it.
+    scripts that compute no loss): nothing can call it. Nor (round BG) an `nn.BCELoss()`
+    stored on `self` whose every use is a `self.<name>(...)` call outside all autocast
+    blocks, in methods the file never calls from inside one (LiDAR4D's `self.bce_fn`, used
+    only in the float32 part of `refine()`).
 
     When the input is visibly a sigmoid of logits — written in the call
     (`torch.sigmoid(logits)`, `logits.sigmoid()`), or assigned just before it in the same
@@ -319,6 +322,43 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         rest = self.context.text.replace(self.context.module.code_for_node(statement), "", 1)
         return re.search(rf"\b{re.escape(last)}\b", rest) is None
 
+    def _called_only_without_autocast(self, node: cst.Call) -> bool:
+        """Is the `nn.BCELoss()` stored on ``self.<name>`` and called only outside every
+        autocast block, from methods that the file never calls from inside one (LiDAR4D's
+        `self.bce_fn`, called only in the float32 part of `refine()`, while other methods of
+        the runner train under autocast; round BG)?"""
+        analysis = self.context.analysis
+        statement = analysis.tree.parent(node)
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return False
+        name = target.attr.value
+        tree = analysis.tree
+        autocast = analysis.autocast
+        uses = [
+            attribute
+            for attribute in tree.parents
+            if isinstance(attribute, cst.Attribute) and attribute.attr.value == name and attribute is not target
+        ]
+        # Every mention of the name is one of these (no `getattr(self, "bce")`, no alias).
+        if not uses or len(re.findall(rf"\b{re.escape(name)}\b", self.context.text)) != len(uses) + 1:
+            return False
+        for use in uses:
+            call = tree.parent(use)
+            if not (isinstance(call, cst.Call) and call.func is use and isinstance(use.value, cst.Name) and use.value.value == "self"):
+                return False  # read some other way: it may be handed to code under autocast
+            scope = tree.scope_of(call)
+            if not isinstance(scope, cst.FunctionDef) or autocast.enclosing(call) is not None:
+                return False
+            if any(
+                isinstance(other.func, cst.Attribute) and other.func.attr.value == scope.name.value and autocast.enclosing(other) is not None
+                for other in tree.index.calls
+            ):
+                return False
+        return True
+
     def _after_own_blocks(self, node: cst.CSTNode) -> bool:
         """Is ``node`` a functional BCE call in a function that opens autocast blocks of its
         own and runs it outside all of them (RoboFlamingo computes its gripper BCE after the
@@ -338,7 +378,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         if qualified not in BCE_MODULES and qualified not in BCE_FUNCTIONS:
             self._check_callee(node)
             return
-        if qualified in BCE_MODULES and self._applies(node) and not self._stored_and_never_read(node):
+        if qualified in BCE_MODULES and self._applies(node) and not self._stored_and_never_read(node) and not self._called_only_without_autocast(node):
             self.report(node, "`nn.BCELoss` raises under CUDA autocast; use `nn.BCEWithLogitsLoss` on logits")
         elif qualified in BCE_FUNCTIONS and self._applies(node) and not self._after_own_blocks(node):
             self.report(

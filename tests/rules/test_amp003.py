@@ -124,3 +124,33 @@ def test_an_optional_apex_import_that_nothing_reads_is_silent(handler: str, use:
     source = OPTIONAL_IMPORT.replace("HANDLER", handler).replace("USE", use)
     rows = [d.location.row for d in check_source(source, "train.py", select=["AMP003"])]
     assert (2 in rows) is reported
+
+
+OLD_TORCH_BRANCH = """\
+import torch
+from packaging import version
+
+if {test}:
+    from apex import amp
+    _use_apex = True
+else:
+    _use_native_amp = True
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "reported"),
+    [
+        # private-transformers (round BG): the branch runs only on a torch before 1.6.
+        ('version.parse(torch.__version__) < version.parse("1.6")', False),
+        ('torch.__version__ < "1.5"', False),
+        ("TORCH_VERSION < (1, 6)", False),
+        # Newer torch, or a user option: it may run.
+        ('version.parse(torch.__version__) < version.parse("2.0")', True),
+        ('version.parse(torch.__version__) >= version.parse("1.6")', True),
+        ("args.apex", True),
+    ],
+)
+def test_apex_in_a_branch_only_torch_before_native_amp_runs(test: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(OLD_TORCH_BRANCH.format(test=test), "trainer.py", select=["AMP003"])]
+    assert (codes != []) is reported, codes

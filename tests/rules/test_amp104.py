@@ -85,3 +85,40 @@ def test_a_bce_loss_stored_where_nothing_reads_it(use: str, reported: bool) -> N
         "    with torch.autocast('cuda'):\n        feats = model(x)\n" + use + "    return feats\n"
     )
     assert [d.code for d in check_source(source, "extract.py", select=["AMP104"])] == (["AMP104"] if reported else [])
+
+
+STORED_BCE = """\
+import torch
+
+
+class Runner:
+    def __init__(self):
+        self.bce_fn = torch.nn.BCELoss()
+
+    def train_step(self, x, y):
+        with torch.autocast("cuda", dtype=torch.float16):
+            out = self.model(x)
+{train_use}        return out
+
+    def refine(self, x, y):
+{refine_use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("train_use", "refine_use", "reported"),
+    [
+        # LiDAR4D (round BG): called only by a float32 refinement loop.
+        ("", "        return self.bce_fn(self.unet(x), y)", False),
+        ("", "        with torch.no_grad():\n            pass\n        return self.bce_fn(self.unet(x), y)", False),
+        # Called under autocast, directly or through the method that calls it.
+        ("            loss = self.bce_fn(out, y)\n", "        return self.bce_fn(self.unet(x), y)", True),
+        ("            loss = self.refine(out, y)\n", "        return self.bce_fn(self.unet(x), y)", True),
+        # Handed on, or read by name: it may run anywhere.
+        ("", "        return run(self.bce_fn, x, y)", True),
+        ("", "        return getattr(self, 'bce_fn')(x, y)", True),
+    ],
+)
+def test_a_stored_bce_loss_called_only_outside_autocast(train_use: str, refine_use: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(STORED_BCE.format(train_use=train_use, refine_use=refine_use), "runner.py", select=["AMP104"])]
+    assert (codes != []) is reported, codes
