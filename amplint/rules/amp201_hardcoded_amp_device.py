@@ -118,7 +118,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     device variable. (a) is also silent in a
     function (or module-level code) that requires CUDA anyway on the autocast's own path
     (or whose module makes such a call at import, in a plain top-level statement before
-    the function: LDM.py prints `torch.cuda.get_device_name()`; round BF), as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
+    the function: LDM.py prints `torch.cuda.get_device_name()`; round BF; or that makes a
+    call raising without CUDA, such as `torch.cuda.synchronize()`, anywhere outside a device
+    test: instanseg's warm-up autocasts before its timing loop; round BG), as (d) is: it calls `.cuda()`, `.to("cuda")` or `torch.cuda.set_device(...)`, makes a
     tensor (or anything else) with `device="cuda"` or `device=torch.device("cuda", i)`
     (fastenhancer's `self.loss.initialize(device=torch.device("cuda", index=self.rank))`), passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
@@ -1860,6 +1862,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             or (devices.arrives_from_outside(node) and not devices.chooses_other_device)
             or devices.in_device_condition(node)
             or devices.requires_cuda(node, on_its_path=True)
+            # A CUDA state call anywhere in the function raises without CUDA: instanseg's
+            # warm-up autocasts run before a loop that calls `torch.cuda.synchronize()`.
+            or devices.queries_cuda_state(node)
             or devices.callers_require_cuda(node, on_its_path=True)
             or self._scope_uses_cuda_amp(node)
             or self.context.analysis.project.requires_cuda(node)

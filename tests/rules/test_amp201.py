@@ -784,3 +784,34 @@ def test_the_device_of_a_weight_is_no_device_variable(read: str, reported: bool)
     source = f"import torch\n\ndef step(model, layer, p, trainer, x):\n    x = x.to({read})\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return model(x)\n"
     codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+WARM_UP = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def benchmark(model, x, runs):
+    x = x.to(device)
+    with torch.autocast("cuda", dtype=torch.float16):
+        model(x)
+    for _ in range(runs):
+{loop}        with torch.autocast("cuda", dtype=torch.float16):
+            model(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "reported"),
+    [
+        # instanseg (round BG): `torch.cuda.synchronize()` raises without CUDA, wherever it runs.
+        ("        torch.cuda.synchronize()\n", False),
+        ("        print(torch.cuda.current_device())\n", False),
+        # Under a device test it proves nothing.
+        ("        if device.type == 'cuda':\n            torch.cuda.synchronize()\n", True),
+        ("", True),
+    ],
+)
+def test_a_cuda_state_call_anywhere_in_the_function_makes_it_cuda_only(loop: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(WARM_UP.format(loop=loop), "infer.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
