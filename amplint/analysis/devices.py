@@ -727,17 +727,25 @@ class DeviceAnalysis:
                 return True
         return False
 
-    def _set_only_under_device_test(self, test: cst.BaseExpression) -> bool:
-        """``if self.scaler is not None:`` (or ``if self.scaler:``) where every value but
-        ``None`` the file gives ``self.scaler`` is given under a device test: vqa-model-builder's
-        ``_setup_amp`` builds its GradScaler only when ``self.device.type == "cuda"``, so the
-        branch runs only there (round BF)."""
-        subject: cst.BaseExpression = test
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            target = test.comparisons[0]
-            if not (isinstance(target.operator, cst.IsNot) and is_none(target.comparator)):
+    def _set_only_under_device_test(self, test: cst.BaseExpression, *, taken: bool) -> bool:
+        """Does the branch of ``if <test>:`` that runs when the test is ``taken`` run only
+        where a value is set that the file sets (to anything but ``None``) only under a
+        device test? ``if self.scaler is not None:`` (or ``if self.scaler:``) where
+        vqa-model-builder's ``_setup_amp`` builds its GradScaler only when
+        ``self.device.type == "cuda"`` (round BF); the ``else`` of ``if autocast_dtype is
+        None:`` where Video_inpainting_DPO sets the dtype only on CUDA (round BG)."""
+        subject, holds_when_set = test, True
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            subject, holds_when_set = test.expression, False
+        elif isinstance(test, cst.Comparison):
+            if len(test.comparisons) != 1 or not is_none(test.comparisons[0].comparator):
                 return False
-            subject = test.left
+            operator = test.comparisons[0].operator
+            if not isinstance(operator, (cst.Is, cst.IsNot)):
+                return False
+            subject, holds_when_set = test.left, isinstance(operator, cst.IsNot)
+        if taken != holds_when_set:
+            return False
         spelled = dotted_name(subject) if isinstance(subject, (cst.Name, cst.Attribute)) else None
         if spelled is None:
             return False
@@ -831,7 +839,7 @@ class DeviceAnalysis:
             if (
                 isinstance(current, (cst.If, cst.IfExp))
                 and child is not current.test
-                and (self.is_device_test(current.test) or (child is current.body and self._set_only_under_device_test(current.test)))
+                and (self.is_device_test(current.test) or self._set_only_under_device_test(current.test, taken=child is current.body))
             ):
                 return True
             # `torch.cuda.is_available() and init_process_group("nccl")`

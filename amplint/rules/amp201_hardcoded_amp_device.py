@@ -253,7 +253,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `amp_enabled=bool(amp_enabled)`, round BF) — since AMP is then CUDA-only on purpose; an autocast in the body of
     `if self.scaler is not None:` (or `if self.scaler:`) where every value but `None` the
     file gives `self.scaler` is given under a device test (vqa-model-builder's `_setup_amp`,
-    round BF); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    round BF), or in the `else` of `if autocast_dtype is None:` where the dtype is set only
+    under one (Video_inpainting_DPO, round BG); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
     torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
     ...)` on the function or its test class); code with no device variable (it really is

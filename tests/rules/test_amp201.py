@@ -815,3 +815,34 @@ def benchmark(model, x, runs):
 def test_a_cuda_state_call_anywhere_in_the_function_makes_it_cuda_only(loop: str, reported: bool) -> None:
     codes = [d.code for d in check_source(WARM_UP.format(loop=loop), "infer.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+DTYPE_SET_ON_CUDA = """\
+import torch
+
+def generate(pipeline, args, weight_dtype):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    autocast_dtype = None
+    if {test}:
+        autocast_dtype = weight_dtype
+    with torch.no_grad():
+        if autocast_dtype is None:
+            return pipeline(args.prompt, device=device)
+        else:
+            with torch.autocast("cuda", dtype=autocast_dtype):
+                return pipeline(args.prompt, device=device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "reported"),
+    [
+        # Video_inpainting_DPO (round BG): the dtype is set only on CUDA, so the else runs there.
+        ('device.type == "cuda" and weight_dtype in {torch.float16, torch.bfloat16}', False),
+        # Set on any device: the autocast may run off CUDA.
+        ("weight_dtype in {torch.float16, torch.bfloat16}", True),
+    ],
+)
+def test_the_else_of_a_none_test_on_a_value_set_only_on_cuda(test: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(DTYPE_SET_ON_CUDA.format(test=test), "generate.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
