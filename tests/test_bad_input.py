@@ -71,10 +71,49 @@ def test_latin1_with_a_cookie_is_checked_and_fixed_in_latin1(tmp_path: Path) -> 
 
 
 def test_latin1_without_a_cookie_is_amp900_and_the_run_goes_on(tmp_path: Path) -> None:
-    odd, _ = _check_beside(tmp_path, "latin.py", b"# caf\xe9\n" + DEPRECATED.encode())
+    odd, _ = _check_beside(tmp_path, "latin.py", b"name = 'caf\xe9'\n" + DEPRECATED.encode())
     assert _codes(odd) == ["AMP900"]
     assert "cannot decode as utf-8" in odd.diagnostics[0].message
     assert odd.diagnostics[0].location.row == 1
+
+
+def _cpython_imports(path: Path) -> bool:
+    code = f"import sys; sys.path.insert(0, {str(path.parent)!r}); import {path.stem}"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def _cpython_runs(path: Path) -> bool:
+    return subprocess.run([sys.executable, str(path)], capture_output=True, timeout=60).returncode == 0
+
+
+def test_a_module_with_comments_that_are_not_utf8_is_analysed_and_fixed_byte_for_byte(tmp_path: Path) -> None:
+    # TrustworthyFederatedLearning's datasets (round BG): GBK notes in comments. CPython
+    # imports such a module; only running it as a script fails.
+    plain = tmp_path / "plain_module.py"
+    plain.write_bytes(b"import os\n# \xd6\xd0 note\nx = 1\n")
+    assert _cpython_imports(plain) and not _cpython_runs(plain)
+    data = b"# \xd6\xd0\xce\xc4 note\n" + DEPRECATED.encode() + b"x = 1  # \xb6\xab\n"
+    odd, _ = _check_beside(tmp_path, "gbk.py", data)
+    assert _codes(odd) == ["AMP001"]
+    target = tmp_path / "fixme" / "gbk.py"
+    target.parent.mkdir()
+    target.write_bytes(data)
+    result = CliRunner().invoke(cli, ["fix", "--apply", "--no-cache", "--select", "AMP001", str(target)])
+    assert result.exit_code == 0, result.output
+    expected = b"# \xd6\xd0\xce\xc4 note\n" + DEPRECATED_FIXED.encode() + b"x = 1  # \xb6\xab\n"
+    assert target.read_bytes() == expected
+    again = CliRunner().invoke(cli, ["fix", "--apply", "--no-cache", "--select", "AMP001", str(target)])
+    assert again.exit_code == 0 and target.read_bytes() == expected
+
+
+def test_a_script_with_comments_that_are_not_utf8_is_still_amp900(tmp_path: Path) -> None:
+    # ... run as `python draw.py`, CPython refuses it.
+    data = b"import os\n# \xd6\xd0 note\nif __name__ == '__main__':\n    print(1)\n"
+    script = tmp_path / "draw.py"
+    script.write_bytes(data)
+    assert not _cpython_runs(script)
+    odd, _ = _check_beside(tmp_path, "draw2.py", data)
+    assert _codes(odd) == ["AMP900"]
 
 
 def test_nul_bytes_are_amp900_with_their_position(tmp_path: Path) -> None:
