@@ -147,6 +147,7 @@ class RunOptions:
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool | None = None
     respect_gitignore: bool | None = None
+    skip_vendored: bool | None = None
     unsafe_fixes: bool | None = None
     file_timeout: float | None = None
     target_torch: str | None = None
@@ -170,6 +171,7 @@ class RunOptions:
             extend_exclude=self.extend_exclude,
             force_exclude=self.force_exclude,
             respect_gitignore=self.respect_gitignore,
+            skip_vendored=self.skip_vendored,
             unsafe_fixes=self.unsafe_fixes,
             cache_dir=os.path.abspath(self.cache_dir) if self.cache_dir else None,
             file_timeout=self.file_timeout,
@@ -217,6 +219,8 @@ class RunOutcome:
     # are in their reports (``file_warnings``).
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What a run left out on purpose (a vendored library copy), shown with --verbose.
+    notes: list[str] = field(default_factory=list)
     # Whether unsafe fixes count as fixable in what is shown (the command line's choice,
     # else the configuration's).
     unsafe_fixes: bool = False
@@ -347,7 +351,7 @@ def run_paths(
     started = time.perf_counter()
     resolver = options.resolver(cwd)
     found = discover(paths or ["."], resolver)
-    outcome = RunOutcome(mode=options.mode, errors=list(found.errors), warnings=list(found.warnings))
+    outcome = RunOutcome(mode=options.mode, errors=list(found.errors), warnings=list(found.warnings), notes=list(found.skipped))
     if not found.files and not found.errors:
         outcome.warnings.append("no Python files found under the given path(s)")
     files = [str(path) for path in found.files]
@@ -629,6 +633,7 @@ def describe_settings(path: str, options: RunOptions = RunOptions()) -> dict[str
         "extend_exclude": list(settings.extend_exclude),
         "excluded": is_excluded(path, settings),
         "respect_gitignore": settings.respect_gitignore,
+        "skip_vendored": settings.skip_vendored,
         "force_exclude": settings.force_exclude,
         "unsafe_fixes": settings.unsafe_fixes,
         "cache_dir": str(settings.cache_path()),

@@ -90,6 +90,7 @@ class Options:
     extend_exclude: tuple[str, ...]
     force_exclude: bool
     respect_gitignore: bool | None
+    skip_vendored: bool | None
     config: str | None
     isolated: bool
     no_cache: bool
@@ -127,6 +128,7 @@ class Options:
             extend_exclude=_split(self.extend_exclude),
             force_exclude=True if self.force_exclude else None,
             respect_gitignore=self.respect_gitignore,
+            skip_vendored=self.skip_vendored,
             unsafe_fixes=self.unsafe_fixes,
             file_timeout=self.file_timeout,
             target_torch=self.target_torch,
@@ -189,6 +191,12 @@ def _common_options(function: Any) -> Any:
             "--respect-gitignore/--no-respect-gitignore",
             default=None,
             help="Honour .gitignore files inside git repositories (default: yes).",
+        ),
+        click.option(
+            "--skip-vendored/--no-skip-vendored",
+            default=None,
+            help="Skip copies of well-known libraries kept in the tree, such as a transformers/ "
+            "folder with its own setup.py (default: yes; a folder named on the command line is checked).",
         ),
         click.option(
             "--config",
@@ -729,6 +737,8 @@ def _statistics(options: Options, diagnostics: Sequence[Diagnostic], unsafe: boo
 
 def _report(options: Options, mode: Mode, outcome: RunOutcome, printer: Printer) -> int:
     _print_problems(options, outcome)
+    for note in outcome.notes:
+        printer.log(note)
     for report in outcome.reports:
         for note in report.notes:
             printer.log(f"{display_path(report.path)}: {note}")

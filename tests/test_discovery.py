@@ -211,3 +211,45 @@ def test_plain_name_patterns_exclude_exactly_what_gitignore_matching_excludes(
         and not spec.match_file(name.rsplit("/", 1)[-1])
     )
     assert found(["."], exclude=patterns) == expected
+
+
+def test_a_walk_skips_a_copy_of_a_well_known_library_kept_in_the_tree(tree: Path) -> None:
+    # ECG-Byte keeps a whole transformers checkout (its own setup.py) beside its code (round BG).
+    touch(tree, "train.py", "transformers/src/transformers/trainer.py", "transformers/examples/run_squad.py")
+    (tree / "transformers" / "setup.py").write_text('from setuptools import setup\nsetup(\n    name="transformers",\n)\n')
+    touch(tree, "third_party/diffusers/src/diffusers/x.py")
+    (tree / "third_party" / "diffusers" / "pyproject.toml").write_text('[project]\nname = "diffusers"\n')
+    touch(tree, "third_party/mmcv_fork/mmcv/x.py")
+    (tree / "third_party" / "mmcv_fork" / "setup.cfg").write_text("[metadata]\nname = mmcv_full\n")
+    # A subproject of the repository's own is walked.
+    touch(tree, "tools/mylib/mylib/x.py")
+    (tree / "tools" / "mylib" / "setup.py").write_text('setup(name="mylib")\n')
+    result = discover(["."], Settings(project_root=str(tree)))
+    assert [path.as_posix() for path in result.files] == ["tools/mylib/mylib/x.py", "tools/mylib/setup.py", "train.py"]
+    assert [note.split(":")[0] for note in result.skipped] == ["third_party/diffusers", "third_party/mmcv_fork", "transformers"]
+    assert "a copy of the `transformers` library" in result.skipped[-1]
+    # Named on the command line, or with the setting off, it is checked.
+    assert found(["transformers"]) == [
+        "transformers/examples/run_squad.py",
+        "transformers/setup.py",
+        "transformers/src/transformers/trainer.py",
+    ]
+    assert len(found(["."], skip_vendored=False)) == 8
+
+
+def test_skip_vendored_is_a_setting_and_a_flag(tree: Path) -> None:
+    from click.testing import CliRunner
+
+    from amplint.cli import cli
+
+    touch(tree, "transformers/trainer.py")
+    (tree / "transformers" / "setup.py").write_text('setup(name="transformers")\n')
+    (tree / "transformers" / "trainer.py").write_text("from apex import amp\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["check", "--no-cache", "."]).exit_code == 0
+    verbose = runner.invoke(cli, ["check", "--no-cache", "-v", "."])
+    assert "transformers: skipped, a copy of the `transformers` library" in verbose.stderr
+    assert runner.invoke(cli, ["check", "--no-cache", "--no-skip-vendored", "."]).exit_code == 1
+    (tree / "pyproject.toml").write_text("[tool.amplint]\nskip-vendored = false\n")
+    assert runner.invoke(cli, ["check", "--no-cache", "."]).exit_code == 1
+    assert runner.invoke(cli, ["check", "--no-cache", "--skip-vendored", "."]).exit_code == 0

@@ -18,6 +18,7 @@ Analysis API (``context.analysis.devices``):
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ TENSOR_RESULTS = frozenset({"cuda", "argmax", "argmin", "softmax", "log_softmax"
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
-_MAX_DEPTH = 4
+_MAX_DEPTH = 6
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
 # Calls that raise without CUDA (torch.cuda's lazy initialisation; verified on torch 2.13's
 # CPU build, which a test re-checks): code that makes them unguarded requires CUDA.
@@ -687,6 +688,13 @@ class DeviceAnalysis:
                 # `use_amp = bool(cfg.fp16 and self.device.type == "cuda")` (a Kaggle solution's
                 # embedders, round AZ)
                 return self.gated_on_device(expr.args[0].value, depth + 1)
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "is_enabled" and not expr.args:
+                # `amp_enabled = scaler.is_enabled()` of a `GradScaler("cuda", enabled=use_amp
+                # and cuda_available)` (Transformer4LongTailed, round BH)
+                return self.gated_on_device(expr.func.value, depth + 1)
+            if (self.names.resolve(expr.func) or "").endswith("GradScaler"):
+                enabled = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "enabled"), None)
+                return enabled is not None and self.gated_on_device(enabled, depth + 1)
             return self._returns_false_off_device(expr)
         key = last_name(expr) or _string_key(expr)
         if key is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
@@ -751,8 +759,16 @@ class DeviceAnalysis:
             return False
         given = [(target, value) for target, value in self._assignments if dotted_name(target) == spelled and not is_none(value)]
         return bool(given) and all(
-            self._under_device_test(target, self.tree.scope_of(target)) for target, _ in given
+            self._under_device_test(target, self.tree.scope_of(target)) or self._none_off_device(value) for target, value in given
         )
+
+    def _none_off_device(self, value: cst.BaseExpression) -> bool:
+        """``GradScaler('cuda') if use_amp and self.device.type == 'cuda' else None``
+        (TradingBOT, round BH): not ``None`` only where a device test, not negated, holds."""
+        if not (isinstance(value, cst.IfExp) and is_none(value.orelse) and self.is_device_test(value.test)):
+            return False
+        code = self.source.module.code_for_node(value.test)
+        return not re.search(r"\bnot\b|!=", code)
 
     def _assigned_to(self, key: str) -> list[cst.BaseExpression]:
         """The values the file assigns to a name, attribute or string key spelled ``key``."""

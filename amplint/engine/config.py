@@ -61,6 +61,9 @@ class Settings:
     extend_per_file_ignores: PerFileIgnores = field(default_factory=dict)
     unsafe_fixes: bool = False
     respect_gitignore: bool = True
+    # A directory walk skips copies of well-known libraries kept in the tree (a folder
+    # whose own setup.py or pyproject.toml names `transformers`, `diffusers`, ...).
+    skip_vendored: bool = True
     force_exclude: bool = False
     cache_dir: str = DEFAULT_CACHE_DIR
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -241,7 +244,7 @@ def find_config(start: Path) -> Path | None:
 
 _KEYS = {
     "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
-    "extend-per-file-ignores", "unsafe-fixes", "respect-gitignore", "force-exclude",
+    "extend-per-file-ignores", "unsafe-fixes", "respect-gitignore", "skip-vendored", "force-exclude",
     "cache-dir", "max-file-size", "file-timeout", "target-torch", "runtime-helpers",
     "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
 }  # fmt: skip
@@ -285,7 +288,7 @@ def load_config(path: Path, registry: Sequence[RuleInfo]) -> Settings:
     for key in ("per-file-ignores", "extend-per-file-ignores"):
         if key in table:
             values[key.replace("-", "_")] = _per_file_table(table[key], key, path)
-    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude", "runtime-helpers"):
+    for key in ("unsafe-fixes", "respect-gitignore", "skip-vendored", "force-exclude", "runtime-helpers"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{path}: '{key}' must be true or false")
@@ -364,6 +367,7 @@ class Overrides:
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool | None = None
     respect_gitignore: bool | None = None
+    skip_vendored: bool | None = None
     unsafe_fixes: bool | None = None
     cache_dir: str | None = None  # absolute: relative to where the command ran
     file_timeout: float | None = None
@@ -402,7 +406,7 @@ class Overrides:
             changes["exclude"] = self.exclude
         if self.extend_exclude:
             changes["extend_exclude"] = settings.extend_exclude + self.extend_exclude
-        for name in ("force_exclude", "respect_gitignore", "unsafe_fixes", "cache_dir", "file_timeout", "target_torch"):
+        for name in ("force_exclude", "respect_gitignore", "skip_vendored", "unsafe_fixes", "cache_dir", "file_timeout", "target_torch"):
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value

@@ -253,8 +253,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `amp_enabled=bool(amp_enabled)`, round BF) — since AMP is then CUDA-only on purpose; an autocast in the body of
     `if self.scaler is not None:` (or `if self.scaler:`) where every value but `None` the
     file gives `self.scaler` is given under a device test (vqa-model-builder's `_setup_amp`,
-    round BF), or in the `else` of `if autocast_dtype is None:` where the dtype is set only
-    under one (Video_inpainting_DPO, round BG); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    round BF; also `self.scaler = GradScaler("cuda") if amp and self.device.type == "cuda"
+    else None`: TradingBOT, round BH), or in the `else` of `if autocast_dtype is None:`
+    where the dtype is set only under one (Video_inpainting_DPO, round BG); an `enabled=`
+    flag read from a GradScaler that is enabled only with CUDA (`amp_enabled =
+    scaler.is_enabled()`: Transformer4LongTailed, round BH); a `GradScaler("cuda")` whose
+    every autocast block opens only under a device test (TradingBOT); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
     torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
     ...)` on the function or its test class); code with no device variable (it really is
@@ -1913,9 +1917,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # if ... else torch.amp.autocast(...)`, then `with self.ctx:`).
             member_uses = scalers.member_context_uses(region)
             return bool(member_uses) and all(self._autocast_devices(use) == frozenset({"cuda"}) for use in member_uses)
+        devices = self.context.analysis.devices
         return all(
             (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})
             or self._autocast_devices(block.use) == frozenset({"cuda"})
+            # Opened only under a device test (TradingBOT's `if self.device.type == 'cuda':
+            # with autocast('cuda'):`, round BH): the scaler meets float16 only on CUDA.
+            or devices.in_device_condition(block.statement)
             for block in blocks
         )
 

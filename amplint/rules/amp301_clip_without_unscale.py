@@ -22,7 +22,10 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
 
     Not flagged: `accelerator.clip_grad_norm_`, timm's `dispatch_clip_grad`, and other
     wrappers (they unscale, or are not torch's function); project functions that happen
-    to be called `clip_grad_norm_`; code with no `scaler.step` after the clip.
+    to be called `clip_grad_norm_`; code with no `scaler.step` after the clip; a clip on
+    the other branch of the `if` that holds the scaled backward (OneVOS: `if
+    self.enable_amp: scaler.scale(loss).backward() ... else: loss.backward(); clip(...)`),
+    which no run reaches after it (round BH).
 
     ## Why is this bad?
     After a scaled backward the gradients are multiplied by the loss scale (65536 by
@@ -229,7 +232,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         backwards = [
             (self.context.span(call)[0], scaler, call)
             for call, scaler in scalers.scaled_backwards
-            if self.context.analysis.tree.scope_of(call) is scope and self.context.span(call)[0] < position
+            if self.context.analysis.tree.scope_of(call) is scope
+            and self.context.span(call)[0] < position
+            and not self._on_other_branch(call, node)
         ]
         if not backwards:
             return
@@ -288,6 +293,18 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         statement = tree.statement_of(step)
         block = tree.parent(statement) if statement is not None else None
         return block is not None and tree.within(clip, block)
+
+    def _on_other_branch(self, backward: cst.Call, clip: cst.Call) -> bool:
+        """Are the backward and the clip on different branches of one ``if`` (OneVOS: the
+        scaled backward under ``if self.enable_amp:``, a plain clip in its ``else:``; round
+        BH)? No run does both."""
+        tree = self.context.analysis.tree
+        branches = {id(ancestor): child for child, ancestor in tree.ancestry(backward) if isinstance(ancestor, cst.If)}
+        for child, ancestor in tree.ancestry(clip):
+            if isinstance(ancestor, cst.If) and id(ancestor) in branches:
+                other = branches[id(ancestor)]
+                return other is not child and child is not ancestor.test and other is not ancestor.test
+        return False
 
     def _on_every_path_after(self, backward: cst.Call, clip: cst.Call) -> bool:
         """Does the clip run only after the scaled backward ran: is it in the block that

@@ -846,3 +846,75 @@ def generate(pipeline, args, weight_dtype):
 def test_the_else_of_a_none_test_on_a_value_set_only_on_cuda(test: str, reported: bool) -> None:
     codes = [d.code for d in check_source(DTYPE_SET_ON_CUDA.format(test=test), "generate.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+GUARDED_PAIRS = """\
+import torch
+from torch.amp import GradScaler, autocast
+
+
+class Trainer:
+    def __init__(self, config, model):
+        self.device = torch.device(config.device)
+        self.model = model.to(self.device)
+        self.scaler = {scaler}
+
+    def step(self, x, optimizer):
+        if {guard}:
+            with autocast('cuda'):
+                loss = self.model(x.to(self.device))
+        else:
+            loss = self.model(x.to(self.device))
+        self.scaler.scale(loss).backward()
+        self.scaler.step(optimizer)
+        self.scaler.update()
+"""
+
+
+@pytest.mark.parametrize(
+    ("scaler", "guard", "reported"),
+    [
+        # TradingBOT (round BH): the scaler meets float16 only in a block opened on CUDA.
+        ("GradScaler('cuda')", "self.device.type == 'cuda'", False),
+        ("GradScaler('cuda') if config.amp and self.device.type == 'cuda' else None", "self.scaler is not None", False),
+        # A block opened on any device: the scaler is reported with it.
+        ("GradScaler('cuda')", "config.amp", True),
+        ("GradScaler('cuda') if config.amp and not self.device.type == 'cuda' else None", "self.scaler is not None", True),
+    ],
+)
+def test_a_scaler_whose_blocks_open_only_on_cuda(scaler: str, guard: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(GUARDED_PAIRS.format(scaler=scaler, guard=guard), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
+
+
+SCALER_FLAG = """\
+import torch
+from torch.amp import GradScaler, autocast
+
+
+def train(model, x, scaler, device):
+    amp_enabled = scaler is not None and scaler.is_enabled()
+    with autocast(device_type='cuda', enabled=amp_enabled):
+        return model(x.to(device))
+
+
+def main(model, x, config):
+    cuda_available = torch.cuda.is_available()
+    device = torch.device('cuda' if cuda_available else 'cpu')
+    scaler = GradScaler('cuda', enabled={enabled})
+    train(model, x, scaler, device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("enabled", "reported"),
+    [
+        # Transformer4LongTailed (round BH): the scaler is on only with CUDA, and the
+        # autocast's flag is the scaler's.
+        ("bool(config.use_amp) and cuda_available", False),
+        ("bool(config.use_amp)", True),
+    ],
+)
+def test_an_enabled_flag_read_from_a_scaler_enabled_only_on_cuda(enabled: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(SCALER_FLAG.format(enabled=enabled), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes

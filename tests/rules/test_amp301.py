@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from amplint.api import fix_text
+from amplint.api import check_source, fix_text
 from amplint.engine.rule import Invalid
 from amplint.rules.amp301_clip_without_unscale import ClipWithoutUnscale
 from rules.examples import (
@@ -109,3 +109,32 @@ def test_two_clips_get_one_unscale_which_torch_accepts(torch: ModuleType) -> Non
     run(fixed)
     with pytest.raises(RuntimeError, match="unscale_\\(\\) has already been called"):
         run(twice)
+
+
+BRANCHES = """\
+import torch
+
+def step(model, loss, optimizer, scaler, enable_amp):
+    if enable_amp:
+        scaler.scale(loss).backward()
+{amp_branch}    else:
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+@pytest.mark.parametrize(
+    ("amp_branch", "reported"),
+    [
+        # OneVOS (round BH): the clip in the else never follows the scaled backward.
+        ("", False),
+        ("        scaler.unscale_(optimizer)\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", False),
+        # A clip on the scaled branch itself is still reported.
+        ("        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", True),
+    ],
+)
+def test_a_clip_on_the_other_branch_of_the_scaled_backward(amp_branch: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(BRANCHES.format(amp_branch=amp_branch), "train.py", select=["AMP301"])]
+    assert (codes != []) is reported, codes
