@@ -54,7 +54,14 @@ from amplint.engine.walk import ReadOnlyVisitor
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
 _FLAG_WORDS = ("cuda", "gpu", "cpu")
 # Methods whose result is a tensor (not `.float()`/`.half()`/`.to()`, which modules have too).
-TENSOR_RESULTS = frozenset({"cuda", "argmax", "argmin", "softmax", "log_softmax", "sigmoid", "detach", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute"})
+TENSOR_RESULTS = frozenset(
+    {
+        "cuda", "argmax", "argmin", "softmax", "log_softmax", "sigmoid", "detach", "contiguous", "view", "reshape",
+        "flatten", "squeeze", "unsqueeze", "permute",
+        # `y = batch["y"].float()` (EfficientSED, round BI): a cast of data keeps it data.
+        "float", "double", "long", "int", "bool", "clone",
+    }
+)  # fmt: skip
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})

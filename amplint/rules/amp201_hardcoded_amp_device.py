@@ -101,7 +101,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     A `device` field of a class (`device: torch.device` in a dataclass) is a device
     variable for its methods, like `self.device` assigned in one. `x.device` of a name the
     scope uses as a tensor (`x.shape`, `x.item()`, `x.backward()`, `x.requires_grad`, or
-    `x = batch["x"].cuda()`) is where that data lives, not a choice of device: CUDA-only
+    `x = batch["x"].cuda()`, `x = batch["x"].float()`: EfficientSED, round BI) is where that data lives, not a choice of device: CUDA-only
     trainers read it all the time, so it is no device variable, nor is a `device` bound only
     to such an `x.device` (ACE-Step's `device = target_wavs.device`, SimpleTuner's `B, device
     = latents.shape[0], latents.device`; this page's extension, from rounds AB and AD); so is `x.device` of a

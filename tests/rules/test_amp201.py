@@ -918,3 +918,25 @@ def main(model, x, config):
 def test_an_enabled_flag_read_from_a_scaler_enabled_only_on_cuda(enabled: str, reported: bool) -> None:
     codes = [d.code for d in check_source(SCALER_FLAG.format(enabled=enabled), "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+@pytest.mark.parametrize(
+    ("binding", "reported"),
+    [
+        # EfficientSED (round BI): a cast of a batch entry is still that data.
+        ('y = batch["y"].float()', False),
+        ('y = batch["y"].long()', False),
+        # A batch entry read as it is may be anything.
+        ('y = batch["y"]', True),
+    ],
+)
+def test_the_device_of_a_cast_batch_entry_is_where_data_lives(binding: str, reported: bool) -> None:
+    source = (
+        "import torch\n\ndef step(model, batch):\n"
+        f"    {binding}\n"
+        "    zero = torch.tensor(0.0, device=y.device)\n"
+        "    with torch.autocast('cuda', dtype=torch.float16):\n"
+        "        return model(batch) + zero\n"
+    )
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
