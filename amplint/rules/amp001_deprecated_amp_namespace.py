@@ -106,6 +106,10 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
     - autocast calls: the device type is inserted and every old positional argument
       becomes its keyword; a call with `*args` is flagged without a fix.
     - `GradScaler(...)` → `torch.amp.GradScaler("cuda"|"cpu", <same arguments>)`.
+    - A string as the first positional argument (`autocast("cuda")`, `GradScaler("cuda")`
+      of the old namespace) is `enabled` or `init_scale` there, which raises once used:
+      the message says so and no fix is offered, since keeping `enabled="cuda"` would
+      spell out the bug (amplint's decision, round BI).
     - `custom_fwd`/`custom_bwd`, bare or called → `torch.amp.custom_fwd(device_type="cuda", ...)`
       (a function passed positionally stays positional).
     - references used as values → `functools.partial(torch.amp.autocast, "cuda")` (a
@@ -692,6 +696,9 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             call_edits = self._call_edits(parent, found, self.context.module.code_for_node(new_func))
             plan.node = parent
             plan.message = f"`{qualified}(...)` is deprecated; use `{_call_hint(found)}`"
+            if found.kind in (AUTOCAST, GRAD_SCALER) and _string_first(parent):
+                parameter = "enabled" if found.kind == AUTOCAST else "init_scale"
+                plan.message += f" (its first argument is `{parameter}` here, not a device type: a string there is a bug)"
             if call_edits is not None:
                 plan.fix_message = f"Replace with `{_call_hint(found)}`"
                 plan.edits = [*call_edits, *torch_edits]
@@ -811,6 +818,11 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             return None
         positional = [arg for arg in args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
+        if not partial and _string_first(call):
+            # `torch.cuda.amp.autocast("cuda")`: a string where `enabled` (or GradScaler's
+            # `init_scale`) goes, which raises on CUDA. Keeping it as `enabled="cuda"` would
+            # spell out the bug; the author meant a device type (Intro_Deep_Learning, round BI).
+            return None
         if found.kind == AUTOCAST:
             # The old positional order differs from the new one: every positional argument
             # becomes its keyword.
@@ -996,3 +1008,9 @@ def _imports_deprecated_module(statement: cst.CSTNode, bound: str) -> bool:
             if full in DEPRECATED_MODULES and bound_name(alias) == bound:
                 return True
     return False
+
+
+def _string_first(call: cst.Call) -> bool:
+    """Is the call's first positional argument a string literal?"""
+    first = next((arg for arg in call.args if arg.keyword is None and not arg.star), None)
+    return first is not None and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))

@@ -310,3 +310,21 @@ def test_fixed_custom_fwd_and_bwd_run(torch: ModuleType) -> None:
     rewritten, new_warnings = run_snippet(fixed)
     assert old_warnings and new_warnings == []
     assert torch.equal(rewritten["grad"], original["grad"])
+
+
+def test_a_string_where_enabled_or_init_scale_goes_is_reported_without_a_fix(torch: ModuleType) -> None:
+    # Intro_Deep_Learning (round BI): `from torch.cuda.amp import autocast, GradScaler`, then
+    # `autocast("cuda")` and `GradScaler("cuda")`. The string lands in `enabled` and
+    # `init_scale`, which raise once used (shown here on the CPU device).
+    with pytest.raises(TypeError, match="must be bool"), torch.amp.autocast("cpu", enabled="cuda"):
+        pass
+    with pytest.raises(TypeError):
+        torch.amp.GradScaler("cpu", "cuda").scale(torch.ones(1, requires_grad=True))
+    source = 'import torch\nfrom torch.cuda.amp import autocast, GradScaler\nscaler = GradScaler("cuda")\nwith autocast("cuda"):\n    pass\n'
+    found = {d.location.row: d for d in check_source(source, "train.py", select=["AMP001"])}
+    assert "its first argument is `init_scale` here" in found[3].message and found[3].fix is None
+    assert "its first argument is `enabled` here" in found[4].message and found[4].fix is None
+    # Keyword or boolean first arguments keep their fix.
+    assert fix_text("import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n", select=["AMP001"]) == (
+        'import torch\nwith torch.amp.autocast("cuda", enabled=True):\n    pass\n'
+    )
