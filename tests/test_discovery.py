@@ -253,3 +253,15 @@ def test_skip_vendored_is_a_setting_and_a_flag(tree: Path) -> None:
     (tree / "pyproject.toml").write_text("[tool.amplint]\nskip-vendored = false\n")
     assert runner.invoke(cli, ["check", "--no-cache", "."]).exit_code == 1
     assert runner.invoke(cli, ["check", "--no-cache", "--skip-vendored", "."]).exit_code == 0
+
+
+def test_force_exclude_leaves_out_a_named_file_of_a_vendored_copy(tree: Path) -> None:
+    # pre-commit names each changed file; with --force-exclude a file of a vendored library
+    # copy is left out as a directory walk leaves it out.
+    touch(tree, "train.py", "transformers/src/transformers/trainer.py")
+    (tree / "transformers" / "setup.py").write_text('setup(name="transformers")\n')
+    named = ["train.py", "transformers/src/transformers/trainer.py"]
+    assert found(named) == named
+    assert found(named, force_exclude=True) == ["train.py"]
+    assert found(["transformers"], force_exclude=True) == []
+    assert found(named, force_exclude=True, skip_vendored=False) == named

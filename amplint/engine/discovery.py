@@ -286,15 +286,18 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
         parent_settings = walker.settings_for(home)
         ignorer = walker.ignorer(home.as_posix())
         found: Iterator[tuple[str, str]]
+        # `--force-exclude` (pre-commit names each changed file) also leaves out files in a
+        # vendored library copy, as a directory walk does.
+        vendored = parent_settings.force_exclude and parent_settings.skip_vendored and _in_vendored_copy(absolute, parent_settings)
         if path.is_dir():
-            if ignorer.excluded(spelled, is_dir=True):
+            if ignorer.excluded(spelled, is_dir=True) or vendored:
                 if parent_settings.force_exclude:
                     continue
                 found = walker.walk(str(path), spelled, spelled)
             else:
                 found = walker.walk(str(path), spelled, None)
         else:
-            if parent_settings.force_exclude and ignorer.excluded(spelled, is_dir=False):
+            if parent_settings.force_exclude and (ignorer.excluded(spelled, is_dir=False) or vendored):
                 continue
             found = iter([(str(path), spelled)])
         for file, key in found:
@@ -303,6 +306,18 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
                 found_files.append(file)
     result.files = sorted(map(Path, found_files), key=lambda file: file.as_posix())
     return result
+
+
+def _in_vendored_copy(path: Path, settings: Settings) -> bool:
+    """Is ``path`` (or a folder above it, below the project root) a vendored library copy?"""
+    root = Path(settings.project_root).resolve()
+    current = path if path.is_dir() else path.parent
+    current = current.resolve()
+    while current != root and root in current.parents:
+        if vendored_library(current.as_posix()) is not None:
+            return True
+        current = current.parent
+    return False
 
 
 def is_excluded(path: str, settings: Settings) -> bool:
