@@ -260,12 +260,36 @@ class DeviceAnalysis:
         cls = self.tree.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
         if cls is not None and self._class_assigns_self_device(cls) and not any(v.kind == "self" for v in found):
             found.append(DeviceVariable(cst.parse_expression("self.device"), "self.device", "self"))
-        variables = [variable for variable in found if self._is_variable(variable, cls)]
+        variables = [
+            variable for variable in found if self._is_variable(variable, cls) and not self._bound_only_after(variable, node)
+        ]
         if any(v.kind == "name" for v in found) and not any(v.kind in ("name", "parameter") for v in variables):
             # The scope's own `device` is a CUDA literal: a tensor's or module's `.device`
             # there is that device, not a choice (MONAI's tutorials: `noise.device`).
             variables = [variable for variable in variables if variable.kind != "attribute"]
         return variables
+
+    def _bound_only_after(self, variable: DeviceVariable, node: cst.CSTNode) -> bool:
+        """Is a local ``device`` bound only by statements after ``node``, with no loop
+        around both? UniRig's validation step binds `device = bones_b.device` in a loop
+        that follows its autocast block (round BH): at the autocast no such name exists."""
+        if variable.kind != "name":
+            return False
+        scope = self.tree.scope_of(node)
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        bindings = self.bindings.assignments(variable.expr, "device")
+        if not bindings or any(binding.scope is binding.scope.globals or isinstance(binding.node, cst.Param) for binding in bindings):
+            return False
+        start = self.source.span(node)[0]
+        loops = [ancestor for ancestor in self.tree.ancestors(node) if isinstance(ancestor, (cst.For, cst.While))]
+        for binding in bindings:
+            target = binding.node
+            if self.tree.scope_of(target) is not scope or self.source.span(target)[0] <= start:
+                return False
+            if any(self.tree.within(target, loop) for loop in loops):
+                return False  # a later iteration reads what an earlier one bound
+        return True
 
     def _is_variable(self, variable: DeviceVariable, cls: cst.ClassDef | None) -> bool:
         if variable.kind == "self":

@@ -107,7 +107,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     = latents.shape[0], latents.device`; this page's extension, from rounds AB and AD); so is `x.device` of a
     parameter annotated `torch.Tensor`, and of a name indexed by several axes or slices
     (`x[0, ...]`, `x[:, 1:]`), and the device of a weight, bias, gradient or `.data`
-    (`layer.q_proj.weight.device`: 2Mamba2Furious, round BG). A `device` bound only
+    (`layer.q_proj.weight.device`: 2Mamba2Furious, round BG). Nor is a local `device`
+    bound only after the autocast, with no loop around both (UniRig's `device =
+    bones_b.device` in a loop that follows the block, round BH). A `device` bound only
     to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,

@@ -940,3 +940,40 @@ def test_the_device_of_a_cast_batch_entry_is_where_data_lives(binding: str, repo
     )
     codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+BOUND_AFTER = """\
+import torch
+
+def validation_step(model, batch, bones):
+{before}    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(batch)
+{loop}    for bones_b in bones:
+        device = bones_b.device
+        out = out.to(device)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "loop", "reported"),
+    [
+        # UniRig (round BH): `device` is bound only after the block, where the block never runs again.
+        ("", "", False),
+        # Bound before too, or the block inside the loop that binds it: a device variable.
+        ("    device = batch.device if batch.is_cuda else torch.device('cpu')\n", "", True),
+    ],
+)
+def test_a_device_bound_only_after_the_autocast_is_no_device_variable_there(before: str, loop: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(BOUND_AFTER.format(before=before, loop=loop), "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
+
+
+def test_a_device_bound_later_in_a_loop_around_the_autocast_is_a_device_variable() -> None:
+    source = (
+        "import torch\n\ndef run(model, batches, args):\n    for batch in batches:\n"
+        "        with torch.autocast('cuda', dtype=torch.float16):\n            out = model(batch)\n"
+        "        device = args.device if args.device else 'cpu'\n        out = out.to(device)\n"
+    )
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert codes == ["AMP201"], codes
