@@ -53,7 +53,9 @@ from amplint.engine.walk import ReadOnlyVisitor
 
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
 _FLAG_WORDS = ("cuda", "gpu", "cpu")
-# Methods whose result is a tensor (not `.float()`/`.half()`/`.to()`, which modules have too).
+# Methods whose result is a tensor: a name bound to one is data. `.half()` and `.to()` are
+# left out (models are cast and moved with them); `.float()` and the other casts are in,
+# since a module's `.device` says where its weights live, which is no choice either.
 TENSOR_RESULTS = frozenset(
     {
         "cuda", "argmax", "argmin", "softmax", "log_softmax", "sigmoid", "detach", "contiguous", "view", "reshape",
@@ -387,7 +389,7 @@ class DeviceAnalysis:
         """Does the file set ``cfg.device`` (spelled the same) only to CUDA devices, at least
         once (a Kaggle trainer's `cfg.device = "cuda:%d" % cfg.local_rank` under DDP and
         `"cuda:%d" % cfg.gpu` otherwise, then `run_eval(model, loader, cfg)` reads it)?"""
-        values = [value for target, value in self._assignments if dotted_name(target) == spelled]
+        values = [value for _, value in self._assignments_to(spelled)]
         return bool(values) and all(is_cuda_value(self.names, self.bindings, value) for value in values)
 
     def _of_cuda_bound_instance(self, expr: cst.BaseExpression) -> bool:
@@ -458,6 +460,11 @@ class DeviceAnalysis:
                 return None
             found.append(given)
         return found
+
+    def arguments_for(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """``parameter_arguments`` of the one parameter ``name`` is bound to, if it is one."""
+        bindings = self.bindings.assignments(name)
+        return self.parameter_arguments(bindings[0].node) if len(bindings or ()) == 1 else None
 
     def plain_calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of ``function`` in this file (its class's constructions for an
@@ -690,8 +697,7 @@ class DeviceAnalysis:
                 # A parameter every call of the file fills with a device-gated flag
                 # (ME-IIS: `amp_enabled=bool(amp_enabled)`, the caller's own `... and
                 # device.type == "cuda"`; round BF).
-                bindings = self.bindings.assignments(expr)
-                given = self.parameter_arguments(bindings[0].node) if len(bindings or ()) == 1 else None
+                given = self.arguments_for(expr)
                 return bool(given) and all(self.gated_on_device(value, depth + 1) for value in given or ())
         return False
 
@@ -788,7 +794,7 @@ class DeviceAnalysis:
         spelled = dotted_name(subject) if isinstance(subject, (cst.Name, cst.Attribute)) else None
         if spelled is None:
             return False
-        given = [(target, value) for target, value in self._assignments if dotted_name(target) == spelled and not is_none(value)]
+        given = [(target, value) for target, value in self._assignments_to(spelled) if not is_none(value)]
         return bool(given) and all(
             self._under_device_test(target, self.tree.scope_of(target)) or self._none_off_device(value) for target, value in given
         )
@@ -804,6 +810,10 @@ class DeviceAnalysis:
     def _assigned_to(self, key: str) -> list[cst.BaseExpression]:
         """The values the file assigns to a name, attribute or string key spelled ``key``."""
         return [value for target, value in self._assignments if (last_name(target) or _string_key(target)) == key]
+
+    def _assignments_to(self, spelled: str) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """The (target, value) pairs of the file's assignments to ``spelled`` (``opt.x``)."""
+        return [(target, value) for target, value in self._assignments if dotted_name(target) == spelled]
 
     @functools.cached_property
     def _assignments(self) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -973,17 +983,17 @@ class DeviceAnalysis:
     def _first_statement_requiring_cuda(self) -> int | None:
         """The position of the module's first plain top-level statement that runs a call
         requiring CUDA (not under an ``if`` or ``try``: those may not run)."""
-        for number, statement in enumerate(self.source.module.body):
-            if isinstance(statement, cst.SimpleStatementLine) and any(
-                self.tree.within(call, statement) and self.call_requires_cuda(call) for call in self._module_level_calls
-            ):
-                return number
-        return None
-
-    @functools.cached_property
-    def _module_level_calls(self) -> list[cst.Call]:
         module = self.source.module
-        return [call for call in self.tree.index.calls if self.tree.scope_of(call) is module]
+        positions = {id(statement): number for number, statement in enumerate(module.body)}
+        found = [
+            positions[id(statement)]
+            for call in self.tree.index.calls
+            if isinstance(statement := self.tree.statement_of(call), cst.SimpleStatementLine)
+            and id(statement) in positions
+            and self.tree.scope_of(call) is module
+            and self.call_requires_cuda(call)
+        ]
+        return min(found, default=None)
 
     def queries_cuda_state(self, node: cst.CSTNode) -> bool:
         """Does the function (or module) running ``node`` call, on any branch and outside
@@ -1262,7 +1272,7 @@ class DeviceAnalysis:
             # `opt.ngpus_per_node = torch.cuda.device_count()` (3D-ResNets' main.py): set
             # only to the count, everywhere in the file.
             spelled = dotted_name(expr)
-            values = [value for target, value in self._assignments if spelled is not None and dotted_name(target) == spelled]
+            values = [value for _, value in self._assignments_to(spelled)] if spelled is not None else []
             return bool(values) and all(self._counts_cuda_devices(value, depth + 1) for value in values)
         return False
 

@@ -274,6 +274,8 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
     walker = _Walker(_settings_function(settings), result)
     seen: set[str] = set()
     found_files: list[str] = []
+    # Folders already asked about: pre-commit names many files of the same few folders.
+    libraries: dict[str, str | None] = {}
     for raw in paths:
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
@@ -288,7 +290,11 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
         found: Iterator[tuple[str, str]]
         # `--force-exclude` (pre-commit names each changed file) also leaves out files in a
         # vendored library copy, as a directory walk does.
-        vendored = parent_settings.force_exclude and parent_settings.skip_vendored and _in_vendored_copy(absolute, parent_settings)
+        vendored = (
+            parent_settings.force_exclude
+            and parent_settings.skip_vendored
+            and _in_vendored_copy(absolute, parent_settings, libraries)
+        )
         if path.is_dir():
             if ignorer.excluded(spelled, is_dir=True) or vendored:
                 if parent_settings.force_exclude:
@@ -308,13 +314,16 @@ def discover(paths: Sequence[str], settings: Settings | ConfigResolver) -> Disco
     return result
 
 
-def _in_vendored_copy(path: Path, settings: Settings) -> bool:
-    """Is ``path`` (or a folder above it, below the project root) a vendored library copy?"""
+def _in_vendored_copy(path: Path, settings: Settings, libraries: dict[str, str | None]) -> bool:
+    """Is ``path`` (or a folder above it, below the project root) a vendored library copy?
+    ``libraries`` keeps what each folder was found to be."""
     root = Path(settings.project_root).resolve()
-    current = path if path.is_dir() else path.parent
-    current = current.resolve()
+    current = (path if path.is_dir() else path.parent).resolve()
     while current != root and root in current.parents:
-        if vendored_library(current.as_posix()) is not None:
+        folder = current.as_posix()
+        if folder not in libraries:
+            libraries[folder] = vendored_library(folder)
+        if libraries[folder] is not None:
             return True
         current = current.parent
     return False

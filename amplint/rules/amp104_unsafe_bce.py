@@ -311,10 +311,9 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         (cav-mae's `args.loss_fn = torch.nn.BCELoss()`, left over in scripts that compute
         no loss; round BC)? Nothing can call it."""
         statement = self.context.analysis.tree.parent(node)
-        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-            return False
-        spelled = dotted_name(statement.targets[0].target)
-        if spelled is None:
+        target = _single_target(statement)
+        spelled = dotted_name(target) if target is not None else None
+        if statement is None or spelled is None:
             return False
         # Any other mention of its last name (`loss_fn(...)`, `self.criterion`, a `getattr`
         # string) may read it.
@@ -328,10 +327,7 @@ class UnsafeBce(AnalysisRule, code="AMP104", name="unsafe-bce", summary="`binary
         `self.bce_fn`, called only in the float32 part of `refine()`, while other methods of
         the runner train under autocast; round BG)?"""
         analysis = self.context.analysis
-        statement = analysis.tree.parent(node)
-        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-            return False
-        target = statement.targets[0].target
+        target = _single_target(analysis.tree.parent(node))
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
             return False
         name = target.attr.value
@@ -644,3 +640,10 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(current.children)
     return False
+
+
+def _single_target(statement: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The one target of ``x = <value>`` (None for any other statement)."""
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return None
+    return statement.targets[0].target

@@ -2081,8 +2081,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         if values is None and isinstance(subject, cst.Name):
             # A parameter every call of the file fills with CUDA or CPU (Tiny-GRPO:
             # `setup_training_environment("cuda" if torch.cuda.is_available() else "cpu")`).
-            bindings = analysis.bindings.assignments(subject)
-            given = analysis.devices.parameter_arguments(bindings[0].node) if len(bindings or ()) == 1 else None
+            given = analysis.devices.arguments_for(subject)
             if given and all(self._cuda_or_cpu_value(value) for value in given):
                 values = frozenset({"cuda"})
         if not values or not all(value == "cpu" or value == "cuda" or value.startswith("cuda:") for value in values):
