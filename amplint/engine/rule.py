@@ -248,11 +248,7 @@ class SyntaxErrorRule(Rule[SourceContext], code=PARSE_ERROR, name="syntax-error"
     such as `(x): int` in a function) is valid code, so it gets no AMP900, which would
     fail a CI on correct code: a warning on stderr says it was not checked. Conversely,
     newer syntax that libcst parses (PEP 695 generics, PEP 701 f-strings) is analysed
-    even when the Python running amplint is too old to compile it. Likewise a module whose
-    bytes that are not UTF-8 all sit in comments (GBK notes, common in code from China):
-    CPython imports it, so it is analysed (even with an `if __name__ == "__main__":` block,
-    which `python file.py` would refuse), and a fix writes those bytes back unchanged
-    (amplint's decision, from rounds BC and BG).
+    even when the Python running amplint is too old to compile it.
 
     amplint is not a syntax checker: a file that contains none of the enabled rules'
     trigger words (such as `amp`, `autocast`, `GradScaler`, `backward`) is never parsed,

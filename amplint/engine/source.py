@@ -7,7 +7,6 @@ normalised: inserted lines use the file's own newline.
 
 from __future__ import annotations
 
-import ast
 import codecs
 import io
 import re
@@ -38,34 +37,16 @@ class SourceFile:
     # False when encoding the decoded text would not give the original bytes back (a
     # cookie naming a codec such as ``unicode_escape``): such a file is never rewritten.
     round_trips: bool = True
-    # For a module whose comments hold bytes that are not UTF-8 (see ``decode``): each such
-    # line as the text shows it (U+FFFD for the bytes) and its original bytes (None where
-    # two different lines show alike), put back when the file is written.
-    foreign_lines: tuple[tuple[bytes, bytes | None], ...] = ()
 
     def encode(self, text: str) -> bytes:
         try:
             data = text.encode(self.encoding)
         except UnicodeEncodeError as error:
             raise SourceError(f"fixed source cannot be encoded as {self.encoding}: {error}") from None
-        if self.foreign_lines:
-            data = self._restore_foreign_lines(data)
         return codecs.BOM_UTF8 + data if self.bom else data
 
-    def _restore_foreign_lines(self, data: bytes) -> bytes:
-        originals = dict(self.foreign_lines)
-        lines = data.splitlines(keepends=True)
-        for number, line in enumerate(lines):
-            content = line.rstrip(b"\r\n")
-            if content in originals:
-                original = originals[content]
-                if original is None:
-                    raise SourceError("cannot write the file back: two comment lines that are not UTF-8 read alike")
-                lines[number] = original + line[len(content) :]
-        return b"".join(lines)
-
     def with_text(self, text: str) -> SourceFile:
-        return SourceFile(text, self.encoding, self.bom, self.newline, self.round_trips, self.foreign_lines)
+        return SourceFile(text, self.encoding, self.bom, self.newline, self.round_trips)
 
 
 def detect_newline(text: str) -> str:
@@ -92,9 +73,6 @@ def decode(data: bytes) -> SourceFile:
     except SyntaxError as error:
         if not _COOKIE.search(b"\n".join(data.splitlines()[:2])):
             # No cookie: the first lines are simply not UTF-8. Say where, like below.
-            module = _module_with_foreign_comments(data)
-            if module is not None:
-                return module
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError as decode_error:
@@ -115,9 +93,6 @@ def decode(data: bytes) -> SourceFile:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        module = _module_with_foreign_comments(data) if encoding == "utf-8" and not bom else None
-        if module is not None:
-            return module
         hint = "" if encoding != "utf-8" else " (add a PEP 263 coding cookie if it is not UTF-8)"
         row, column = _position(data, error.start)
         raise SourceError(f"cannot decode as {encoding}: {error.reason} at byte {error.start}{hint}", row, column) from None
@@ -125,31 +100,6 @@ def decode(data: bytes) -> SourceFile:
         raise SourceError(f"cannot decode as {encoding}: {error}") from None
     round_trips = encoding in _BIJECTIVE or _encodes_back(text, encoding, data)
     return SourceFile(text=text, encoding=encoding, bom=bom, newline=detect_newline(text), round_trips=round_trips)
-
-
-def _module_with_foreign_comments(data: bytes) -> SourceFile | None:
-    """A file whose bytes that are not UTF-8 all sit in comments (GBK notes in a module:
-    TrustworthyFederatedLearning's datasets, FlashOCC's; rounds BC and BG). CPython imports
-    such a module: it compiles the bytes, and its tokenizer skips comments undecoded. Only
-    `python file.py` refuses it, and the same datasets, imported by their training
-    scripts, also hold an ``if __name__ == "__main__":`` test block: amplint is no syntax
-    checker, so it checks the code. The text shows U+FFFD for those bytes; writing the
-    file back restores them."""
-    try:
-        compile(data, "<module>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return None
-    text = data.decode("utf-8", "replace")
-    foreign: dict[bytes, bytes | None] = {}
-    for line in data.splitlines():
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            shown = line.decode("utf-8", "replace").encode("utf-8")
-            foreign[shown] = line if foreign.get(shown, line) == line else None
-    return SourceFile(
-        text=text, encoding="utf-8", bom=False, newline=detect_newline(text), foreign_lines=tuple(foreign.items())
-    )
 
 
 def _encodes_back(text: str, encoding: str, data: bytes) -> bool:
