@@ -101,7 +101,8 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
     anyway: a branch of a torch-version test (`if version.parse(torch.__version__) <
     version.parse("1.6"):`, `hasattr(torch.cuda, "amp")`) whose other branch uses native
     AMP, the body of a test that holds only on a torch before 1.6 whatever its other branch
-    does (private-transformers' `else: _use_native_amp = True`; round BG), the `except ImportError:` of a native AMP import, and uses of `amp` where only
+    does (private-transformers' `else: _use_native_amp = True`; this page's decision, round
+    BG), the `except ImportError:` of a native AMP import, and uses of `amp` where only
     such a branch binds it; likewise the branch where a native-AMP availability flag is
     false (timm's `has_native_amp`, bound to `False` and set to `True` only after code
     that reaches `torch.cuda.amp` succeeds: `if has_native_amp: ... elif has_apex:`), and

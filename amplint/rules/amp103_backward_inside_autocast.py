@@ -22,7 +22,7 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     methods named `backward` that take the loss as an argument (their library runs the
     backward pass outside autocast itself); a backward in a function merely *defined*
     under autocast; a backward in a `dtype=torch.float32` autocast, which casts nothing
-    (vae_from_scratch, round BF); and, a decision of amplint's that RULES.md leaves open, test modules
+    (vae_from_scratch; amplint's decision, round BF: RULES.md names no dtype); and, a decision of amplint's that RULES.md leaves open, test modules
     (`test_*.py`, `*_test.py`, files under `tests/` or `test/`), where a backward under
     autocast is timed or compared on purpose (torch-ngp's benchmarks, llm-foundry's
     determinism test), as AMP101 and AMP105 are; and benchmark modules (`benchmark_*.py`,

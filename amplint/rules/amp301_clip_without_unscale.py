@@ -25,7 +25,8 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     to be called `clip_grad_norm_`; code with no `scaler.step` after the clip; a clip on
     the other branch of the `if` that holds the scaled backward (OneVOS: `if
     self.enable_amp: scaler.scale(loss).backward() ... else: loss.backward(); clip(...)`),
-    which no run reaches after it (round BH).
+    which no run reaches after it (amplint's decision, round BH: RULES.md says "after" of
+    text order in the same function).
 
     ## Why is this bad?
     After a scaled backward the gradients are multiplied by the loss scale (65536 by
