@@ -612,12 +612,12 @@ def test_a_project_class_whose_construction_needs_cuda(tmp_path: Path) -> None:
     script = (
         "import torch\nfrom core.models import Model\n\nmodel = Model(None)\n"
         "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nmodel = model.to(device)\n\n\n"
-        "def process(x):\n    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return model(x.to(device))\n"
+        "def process(x):\n    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n        return model(x.to(device))\n"
     )
     inside = (
         "import torch\nfrom core.models import Model\n\n\ndef main(x):\n    model = Model(None)\n"
         "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-        "    with torch.autocast(device_type='cuda', dtype=torch.float16):\n        return model.to(device)(x.to(device))\n"
+        "    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n        return model.to(device)(x.to(device))\n"
     )
     files = {"core/__init__.py": "", "core/models.py": models, "infer.py": script, "main.py": inside}
     cuda = _project(tmp_path / "cuda", {**files, "core/renderer.py": renderer.format(line='self.bg = torch.ones(3, device="cuda")')})

@@ -1012,7 +1012,8 @@ def test_a_pinned_old_torch_silences_the_device_string_test(tmp_path: Path) -> N
 FLOAT16_DEMO = """\
 import torch
 
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# MPS as well: on a device that is only CUDA or the CPU a float16 literal is silent anyway.
+device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")
 
 def embed(model, x):
     with torch.autocast("cuda", {dtype}):

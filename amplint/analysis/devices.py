@@ -106,6 +106,27 @@ class DeviceVariable:
     kind: str  # "parameter" | "name" | "self" | "attribute"
 
 
+def _needs_gpus(test: cst.BaseExpression) -> bool:
+    """Does ``test`` hold only with at least one GPU: a number of GPUs above zero
+    (``len(args.gpu_ids) > 1``, ``args.n_gpu >= 1``), possibly one ``and``-part of it?"""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _needs_gpus(test.left) or _needs_gpus(test.right)
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    count, target = test.left, test.comparisons[0]
+    if not isinstance(target.comparator, cst.Integer):
+        return False
+    bound = int(target.comparator.value, 0)
+    if not (isinstance(target.operator, cst.GreaterThan) and bound >= 0) and not (
+        isinstance(target.operator, cst.GreaterThanEqual) and bound >= 1
+    ):
+        return False
+    if isinstance(count, cst.Call) and isinstance(count.func, cst.Name) and count.func.value == "len" and len(count.args) == 1:
+        count = count.args[0].value
+    name = last_name(count) if isinstance(count, (cst.Name, cst.Attribute)) else None
+    return name is not None and any(word in ("gpu", "gpus") for word in name.lower().split("_"))
+
+
 def _is_device_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -235,6 +256,11 @@ class DeviceAnalysis:
     _occurrence_cache: dict[cst.CSTNode, tuple[DeviceVariable, ...]] = field(default_factory=dict, init=False, repr=False)
     # `device` targets of `device = x.device` for a name `x` its scope uses as a tensor.
     _tensor_device_targets: set[cst.CSTNode] = field(default_factory=set, init=False, repr=False)
+    _plain_calls_cache: dict[cst.FunctionDef, list[cst.Call]] = field(default_factory=dict, init=False, repr=False)
+    # Set while `device_gated` is computed: its device tests may ask it again, through a
+    # parameter's arguments, and a 1,900-line file then took half a minute (index-tts's
+    # copy of transformers' GPT-2, round BJ).
+    _gating_in_progress: bool = field(default=False, init=False, repr=False)
 
     # -- scopes ----------------------------------------------------------------------------
 
@@ -272,16 +298,26 @@ class DeviceAnalysis:
         return variables
 
     def _bound_only_after(self, variable: DeviceVariable, node: cst.CSTNode) -> bool:
-        """Is a local ``device`` bound only by statements after ``node``, with no loop
-        around both? UniRig's validation step binds `device = bones_b.device` in a loop
-        that follows its autocast block (round BH): at the autocast no such name exists."""
-        if variable.kind != "name":
+        """Is a local ``device`` (or the tensor ``x`` of ``x.device``) bound only by
+        statements after ``node``, with no loop around both? UniRig's validation step binds
+        `device = bones_b.device` in a loop that follows its autocast block (round BH), and
+        STORM reads `flattened_sample.device` of a tensor its autocast block computes (round
+        BJ): at the autocast no such device exists."""
+        if variable.kind == "name":
+            at: cst.CSTNode = variable.expr
+            spelled = "device"
+        elif variable.kind == "attribute" and isinstance(root := root_name(variable.expr), cst.Name):
+            at, spelled = root, root.value
+        else:
             return False
         scope = self.tree.scope_of(node)
-        if not isinstance(scope, cst.FunctionDef):
+        if not isinstance(scope, (cst.FunctionDef, cst.Module)):
             return False
-        bindings = self.bindings.assignments(variable.expr, "device")
-        if not bindings or any(binding.scope is binding.scope.globals or isinstance(binding.node, cst.Param) for binding in bindings):
+        bindings = self.bindings.assignments(at, spelled)
+        if not bindings or any(
+            (binding.scope is binding.scope.globals and not isinstance(scope, cst.Module)) or isinstance(binding.node, cst.Param)
+            for binding in bindings
+        ):
             return False
         start = self.source.span(node)[0]
         loops = [ancestor for ancestor in self.tree.ancestors(node) if isinstance(ancestor, (cst.For, cst.While))]
@@ -469,6 +505,8 @@ class DeviceAnalysis:
     def plain_calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of ``function`` in this file (its class's constructions for an
         ``__init__``), or none when its name is also read any other way."""
+        if function in self._plain_calls_cache:
+            return self._plain_calls_cache[function]
         owner = self.tree.class_of(function)
         if owner is not None and function.name.value == "__init__":
             name = owner.name.value
@@ -476,7 +514,9 @@ class DeviceAnalysis:
         else:
             name = function.name.value
             calls = [call for call in self.tree.index.calls if self._calls_function(call, function)]
-        return calls if self.name_counts[name] == len(calls) + 1 else []  # + 1: the definition's own name
+        plain = calls if self.name_counts[name] == len(calls) + 1 else []  # + 1: the definition's own name
+        self._plain_calls_cache[function] = plain
+        return plain
 
     @functools.cached_property
     def name_counts(self) -> Counter[str]:
@@ -742,6 +782,8 @@ class DeviceAnalysis:
         """Does ``call`` run a project function (here or in another file) that returns
         ``False`` where a device test says so (YOLO's ``amp = check_amp(model)``: ``if
         device.type in ("cpu", "mps"): return False``)?"""
+        if self._gating_in_progress:
+            return False
         spec = self.calls.callee(call) if self.calls is not None else None
         if spec is None or self.calls is None:
             return False
@@ -753,6 +795,14 @@ class DeviceAnalysis:
         """The functions of this file (by key) with a ``return False`` under an ``if`` on a
         device test (part of the file's project summary)."""
         found: dict[str, bool] = {}
+        self._gating_in_progress = True
+        try:
+            self._find_device_gated(found)
+        finally:
+            self._gating_in_progress = False
+        return found
+
+    def _find_device_gated(self, found: dict[str, bool]) -> None:
         for node in self.tree.index.returns:
             if not (isinstance(node.value, cst.Name) and node.value.value == "False"):
                 continue
@@ -762,7 +812,6 @@ class DeviceAnalysis:
             key = self.calls.function_key(function)
             if key is not None and self._under_device_test(node, function):
                 found[key] = True
-        return found
 
     def _under_device_test(self, node: cst.CSTNode, function: cst.CSTNode) -> bool:
         for child, ancestor in self.tree.ancestry(node):
@@ -898,6 +947,10 @@ class DeviceAnalysis:
                 and child is not current.test
                 and (self.is_device_test(current.test) or self._set_only_under_device_test(current.test, taken=child is current.body))
             ):
+                return True
+            # Runs only with GPUs: ManiSkill2-Learn sets up DDP under `if len(args.gpu_ids) > 1:`
+            # (round BJ), where its device is CUDA.
+            if isinstance(current, cst.If) and child is current.body and _needs_gpus(current.test):
                 return True
             # `torch.cuda.is_available() and init_process_group("nccl")`
             if (
@@ -1135,6 +1188,19 @@ class DeviceAnalysis:
             for arg in call.args
         ):
             return True  # `torch.randn(..., device="cuda")`
+        if (
+            (qualified is None or not qualified.startswith("torch."))
+            and not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "autocast")
+            and any(
+                arg.keyword is not None and arg.keyword.value == "device_type" and self._is_cuda_device_argument(arg.value)
+                for arg in call.args
+            )
+            and not self.in_device_condition(call)
+        ):
+            # A project's own setup told it runs on CUDA: dllm-distillation's
+            # `init_parallel_state(..., device_type="cuda")` builds a CUDA device mesh (round BJ).
+            # Torch's AMP calls take a device type without needing the device.
+            return True
         if (
             isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "to"

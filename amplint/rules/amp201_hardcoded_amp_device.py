@@ -109,7 +109,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (`x[0, ...]`, `x[:, 1:]`), and the device of a weight, bias, gradient or `.data`
     (`layer.q_proj.weight.device`: 2Mamba2Furious, round BG). Nor is a local `device`
     bound only after the autocast, with no loop around both (UniRig's `device =
-    bones_b.device` in a loop that follows the block, round BH). A `device` bound only
+    bones_b.device` in a loop that follows the block, round BH), nor `x.device` of a tensor
+    `x` bound only inside the block or after it (STORM's `flattened_sample.device`,
+    TeaCache's module-level `frames.device`; round BJ). A `device` bound only
     to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
@@ -195,9 +197,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     nothing there rules out the older releases that reject `"cuda:0"` (this page's
     decision, from round AI).
 
+    A comparison of a number of GPUs with an integer (`if len(args.gpu_ids) > 1:`,
+    `args.n_gpu > 0`) is a CUDA test like `torch.cuda.device_count() > 1` (ManiSkill2-Learn
+    sets up DDP only with several GPUs; this page's reading, round BJ).
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
-    call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a
+    call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a project call given
+    `device_type="cuda"` (dllm-distillation's `init_parallel_state(...)`, round BJ), a
     `DistributedDataParallel` given `device_ids=`, before or after the call), when the
     block that runs the call also binds a device variable or attribute to a CUDA device (VideoTuna's
     sequence-parallel branch sets `device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")`
@@ -241,6 +247,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     autocast off), or whose `dtype=` is float32 (a region
     forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16"; a
     decision of this page, RULES.md has no float32 case), or whose dtype is float16 where
+    every device variable in scope is only ever CUDA or the CPU (`torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`): off CUDA that is float16 autocast on the CPU,
+    which nobody asked for, and the literal keeps it off (coqui's Tortoise, `half=True` by
+    default; this page's decision, round BJ), or whose dtype is float16 where
     the project's declared torch holds below 2.2: there CPU autocast takes only bfloat16
     and no other accelerator autocasts (before 2.4), so an autocast on the device's own
     type would turn itself off off CUDA too (TITAN's notebooks on `torch==2.0.1`; this
@@ -927,6 +937,17 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
 
         def train():
             dist.init_process_group(backend='nccl')
+        """,
+        # Only with more than one GPU, and the device is CUDA exactly when GPUs are given
+        # (ManiSkill2-Learn's DDP block; round BJ): a GPU count decides like a device test.
+        """
+        import torch.distributed as dist
+
+        def main(args, agent):
+            device = "cpu" if len(args.gpu_ids) == 0 else "cuda"
+            agent = agent.to(device)
+            if len(args.gpu_ids) > 1:
+                dist.init_process_group("nccl", rank=0, world_size=2)
         """,
         # No intent to run elsewhere: an assertion is not a fallback, map_location not a device choice.
         """
@@ -1879,6 +1900,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):
             return
+        if (
+            dtype is not None
+            and self.context.analysis.values.dtype_values(dtype) == frozenset({"float16"})
+            and all(self._only_cuda_or_cpu(variable.expr) for variable in devices.variables(node))
+        ):
+            # Off CUDA the device can only be the CPU, where nobody wants float16 autocast:
+            # the literal keeps it CUDA-only (coqui's Tortoise, `half=True` by default; round BJ).
+            return
         variable = devices.expression_at(node)
         shown = variable or next(v.text for v in devices.variables(node))
         # The callee as the code spells it (`torch.amp.autocast`, `th.amp.GradScaler`).
@@ -2069,8 +2098,12 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # other object's `.device` set anywhere in the file (gptcore's `LightningModel`).
             assigned = analysis.classes.attribute_values(*member)
             found = [analysis.values.string_values(value) for value in assigned or ()]
-            if assigned and all(found) and not self._sets_other_devices(member[1], assigned):
-                values = frozenset().union(*(one for one in found if one))
+            if assigned and not self._sets_other_devices(member[1], assigned):
+                if all(found):
+                    values = frozenset().union(*(one for one in found if one))
+                elif all(self._cuda_or_cpu_value(value) for value in assigned):
+                    # `torch.device("cuda" if torch.cuda.is_available() else "cpu")` (coqui's Tortoise)
+                    values = frozenset({"cuda"})
         if values is None and isinstance(subject, cst.Name):
             # `device = 'cuda'`, then `device = f'cuda:{ddp_local_rank}'` under DDP, after a
             # module-level `device = None` placeholder (NeuroLM's nanoGPT-style trainers).
@@ -2092,6 +2125,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """A CUDA device literal, `"cpu"`, a `None` placeholder, or a conditional of these."""
         if isinstance(value, cst.IfExp):
             return self._cuda_or_cpu_value(value.body) and self._cuda_or_cpu_value(value.orelse)
+        if (
+            isinstance(value, cst.Call)
+            and self.context.analysis.names.resolve(value.func) == "torch.device"
+            and len(value.args) == 1
+            and value.args[0].keyword is None
+        ):
+            return self._cuda_or_cpu_value(value.args[0].value)
         return is_none(value) or string_literal(value) == "cpu" or is_cuda_literal_device(self.context.analysis.names, value)
 
     def _sets_other_devices(self, attr: str, own: list[cst.BaseExpression]) -> bool:

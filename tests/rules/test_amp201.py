@@ -531,7 +531,7 @@ class Embedder:
 
     def embed(self, model, batches, fp16):
         use_amp = {flag}
-        autocast = torch.autocast(device_type="cuda", dtype=torch.float16, enabled=use_amp)
+        autocast = torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp)
         for x in batches:
             with autocast:
                 model(x.to(self.device))
@@ -667,7 +667,7 @@ import torch
 device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
 
 def train(model, x):
-    with torch.autocast('cuda', dtype=torch.float16):
+    with torch.autocast('cuda', dtype=torch.bfloat16):
         return model(x.to(device))
 {after}"""
 
@@ -709,7 +709,7 @@ class Trainer:
 {extra}
     def step(self, batch):
         if self.scaler is not None:
-            with autocast(device_type="cuda", dtype=torch.float16):
+            with autocast(device_type="cuda", dtype=torch.bfloat16):
                 return self.model(batch.to(self.device))
         return self.model(batch.to(self.device))
 """
@@ -793,10 +793,10 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 def benchmark(model, x, runs):
     x = x.to(device)
-    with torch.autocast("cuda", dtype=torch.float16):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
         model(x)
     for _ in range(runs):
-{loop}        with torch.autocast("cuda", dtype=torch.float16):
+{loop}        with torch.autocast("cuda", dtype=torch.bfloat16):
             model(x)
 """
 
@@ -977,3 +977,100 @@ def test_a_device_bound_later_in_a_loop_around_the_autocast_is_a_device_variable
     )
     codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
     assert codes == ["AMP201"], codes
+
+
+TENSOR_BOUND_IN_BLOCK = """\
+import torch
+
+class WorldModel(torch.nn.Module):
+    def update(self, obs):
+{before}        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            flattened = self.encoder(obs)
+            mask = make_mask(obs.shape[1], flattened.device)
+            out = self.transformer(flattened, mask)
+        return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "reported"),
+    [
+        # STORM (round BJ): the tensor whose `.device` is read is computed inside the block.
+        ("", False),
+        # Bound before the block as well: its device may be any device at the autocast.
+        ("        flattened = obs.to(self.device if torch.cuda.is_available() else 'cpu')\n", True),
+    ],
+)
+def test_the_device_of_a_tensor_computed_inside_the_block_is_no_device_variable(before: str, reported: bool) -> None:
+    source = TENSOR_BOUND_IN_BLOCK.format(before=before)
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
+
+
+def test_module_level_device_of_a_result_read_after_the_block_is_no_device_variable() -> None:
+    # TeaCache's Mochi demo (round BJ): `frames` exists only once the block has run.
+    source = (
+        "import torch\n\npipe = load()\n"
+        "with torch.autocast('cuda', torch.bfloat16):\n    frames = pipe(prompt='a').frames[0]\n"
+        "print(frames.device)\n"
+    )
+    codes = [d.code for d in check_source(source, "demo.py", select=["AMP201"])]
+    assert codes == [], codes
+
+
+TORTOISE = """\
+import torch
+
+class Tortoise:
+    def __init__(self):
+        self.device = {device}
+
+    def inference(self, text, half=True):
+        self.model = self.model.to(self.device)
+        with torch.autocast(device_type="cuda", dtype={dtype}, enabled=half):
+            return self.model(text)
+"""
+
+
+@pytest.mark.parametrize(
+    ("device", "dtype", "reported"),
+    [
+        # coqui's Tortoise (round BJ): off CUDA the device is the CPU, where float16
+        # autocast is what nobody asked for; the literal keeps it CUDA-only.
+        ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "torch.float16", False),
+        ('"cuda" if torch.cuda.is_available() else "cpu"', "torch.float16", False),
+        # bfloat16 is what CPU autocast runs: the literal loses it there.
+        ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "torch.bfloat16", True),
+        # MPS is a choice too: float16 autocast works there and the literal turns it off.
+        ('torch.device("cuda" if torch.cuda.is_available() else "mps")', "torch.float16", True),
+    ],
+)
+def test_float16_on_a_device_that_is_cuda_or_cpu(device: str, dtype: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(TORTOISE.format(device=device, dtype=dtype), "tts.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
+
+
+PARALLEL_SETUP = """\
+import torch.distributed as dist
+from veomni.distributed.parallel_state import init_parallel_state
+
+def setup(args):
+    device = "cuda" if args.gpu else "cpu"
+    if args.world_size > 1:
+        dist.init_process_group(backend="nccl", init_method="env://")
+        init_parallel_state(dp_size=args.world_size, device_type={device_type})
+"""
+
+
+@pytest.mark.parametrize(
+    ("device_type", "reported"),
+    [
+        # dllm-distillation (round BJ): the project's own setup is told it runs on CUDA.
+        ('"cuda"', False),
+        ("device", True),
+    ],
+)
+def test_a_project_call_given_a_cuda_device_type_requires_cuda(device_type: str, reported: bool) -> None:
+    source = PARALLEL_SETUP.format(device_type=device_type)
+    codes = [d.code for d in check_source(source, "dist.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
