@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from amplint.engine.config import Settings
 from amplint.engine.runner import Job, Mode, process_path
 from amplint.rules import all_rules
@@ -504,6 +506,21 @@ def test_a_vendored_apex_amp_exists(tmp_path: Path) -> None:
         {"apex/apex/__init__.py": "", "apex/apex/amp/__init__.py": "def initialize(m, o): return m, o\n", "apex/tests/test_amp.py": uses},
     )
     assert _check(vendored, "apex/tests/test_amp.py", "AMP003") == []
+
+
+@pytest.mark.parametrize(("folder", "silent"), [("apex-22.04-dev", True), ("apex_master", True), ("apexlike", True), ("vendor", False)])
+def test_a_checkout_of_apex_under_a_versioned_name_provides_apex_amp(tmp_path: Path, folder: str, silent: bool) -> None:
+    # SHERL keeps apex's repository as `CLIP-ViL/apex-22.04-dev/` beside the code that
+    # imports `apex.amp` (round BK); a folder not named for apex says nothing.
+    uses = "from apex import amp\n\nmodel, optimizer = amp.initialize(model, optimizer)\n"
+    files = {
+        f"CLIP-ViL/{folder}/apex/__init__.py": "",
+        f"CLIP-ViL/{folder}/apex/amp/__init__.py": "def initialize(m, o): return m, o\n",
+        "CLIP-ViL/src/tasks/vqa.py": uses,
+    }
+    root = _project(tmp_path, files)
+    found = [code for code, _, _ in _check(root, "CLIP-ViL/src/tasks/vqa.py", "AMP003")]
+    assert found == ([] if silent else ["AMP003", "AMP003"])
 
 
 def test_a_device_member_a_base_class_elsewhere_sets_only_to_cuda(tmp_path: Path) -> None:

@@ -492,6 +492,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\nRUN pip install h5py\n"}, (1, 9)),
         ({"Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, (1, 13)),
         ({"Dockerfile.train": "FROM ubuntu:22.04\nRUN pip install torch==2.0.1\n"}, (2, 0)),
+        # A build that installs its own torch replaces the image's (dllm-distillation, round BJ).
+        ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:24.08-py3\nRUN pip install -U torch==2.5.1 flash-attn\n"}, (2, 5)),
+        ({"Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\nRUN pip install torch>=2.4\n"}, (2, 4)),
         # neuralangelo's docker/Dockerfile-neuralangelo starts from NGC 23.04 (a 2.1 prerelease).
         ({"docker/Dockerfile-neuralangelo": "FROM nvcr.io/nvidia/pytorch:23.04-py3\n"}, (1, 13)),
         # A recent NGC release holds at least 2.4; a build file's comments are not prose; a

@@ -33,6 +33,13 @@ class _NameCollector(ReadOnlyVisitor):
         self.nodes.append(node)
 
 
+# Functions whose device-less call is the old form that every torch has, and whose new form
+# adds a device type first: `torch.is_autocast_enabled()` asks about CUDA in any release, so
+# a branch calling it uses no replacement (must3r's `elif torch.is_autocast_enabled():`
+# beside `torch.get_autocast_cpu_dtype()`; round BJ). Value: the old form's argument count.
+_DEVICE_LESS_FORMS = {"torch.is_autocast_enabled": 0, "torch.set_autocast_enabled": 1}
+
+
 def _calls(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     found: list[cst.BaseExpression] = []
 
@@ -69,9 +76,21 @@ class Compat:
                     return True
                 continue
             for qualified in self.names.qualified_names(node):
-                if is_replacement(qualified.name):
+                if is_replacement(qualified.name) and not self._device_less_call(node, qualified.name):
                     return True
         return False
+
+    def _device_less_call(self, func: cst.CSTNode, name: str) -> bool:
+        """Is ``func`` called in the old, device-less form of ``name``?"""
+        arity = _DEVICE_LESS_FORMS.get(name)
+        call = self.tree.parent(func)
+        return (
+            arity is not None
+            and isinstance(call, cst.Call)
+            and call.func is func
+            and len(call.args) == arity
+            and all(arg.keyword is None for arg in call.args)
+        )
 
     def _tests_device(self, test: cst.BaseExpression) -> bool:
         """Branches chosen by device (``x.device.type == "mps"``, ``torch.cuda.is_available()``)

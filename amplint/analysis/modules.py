@@ -39,6 +39,10 @@ class ProjectModules:
         index = self.source.index
         return index.module_path(module, importer, level) if index is not None else None
 
+    def checkout_module_path(self, module: str, importer: str) -> Path | None:
+        index = self.source.index
+        return index.checkout_module_path(module, importer) if index is not None else None
+
     def display(self, path: str) -> str:
         """A path as messages show it: relative to the project root that holds it (as a
         reader finds it from the repository), else absolute."""

@@ -80,6 +80,28 @@ class ProjectIndex:
                 return found
         return None
 
+    def checkout_module_path(self, module: str, importer: str) -> Path | None:
+        """The file of ``module`` inside a checkout of its package's repository kept in the
+        project under its own name (SHERL's ``CLIP-ViL/apex-22.04-dev/apex/amp/``: a folder
+        named for the package, with a suffix, next to the importing file or an ancestor of
+        it), as the checkout's own install would provide it; else None."""
+        parts = [part for part in module.split(".") if part]
+        if not parts:
+            return None
+        start = Path(importer).resolve().parent
+        for base in (start, *(p for p in start.parents if self._inside_project(p))):
+            try:
+                children = sorted(base.iterdir())
+            except OSError:
+                continue
+            for child in children:
+                name = child.name.lower()
+                if name.startswith(parts[0].lower()) and name != parts[0].lower() and child.is_dir():
+                    found = _module_file(child, parts)
+                    if found is not None and self._inside_project(found):
+                        return found
+        return None
+
     def _inside_project(self, path: Path) -> bool:
         return any(root == path or root in path.parents for root in self.roots)
 

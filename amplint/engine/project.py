@@ -879,10 +879,16 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
             # A script's comments are not its commands (NeMo's Dockerfile.speech explains
             # in one that vllm pins `torch==2.3.0`, which it then avoids).
             text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-        if _CONTAINER_FILE.match(path.name):
+        container = bool(_CONTAINER_FILE.match(path.name))
+        if container:
             text = _with_build_arguments(text)
-        yield from _installed_requirements(root, text)
-        for version in _TORCH_NAMED_IMAGE.findall(text):
+        installed = list(_installed_requirements(root, text))
+        yield from installed
+        # A container build that installs its own torch replaces the base image's
+        # (dllm-distillation: `FROM nvcr.io/nvidia/pytorch:24.08-py3`, then `pip install
+        # torch==2.5.1`; round BJ): the image's torch is not what the code runs on.
+        base_replaced = container and (bool(installed) or any(pin.name.lower() == "torch" for pin in _operator_pins(text)))
+        for version in [] if base_replaced else _TORCH_NAMED_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
         for version in _TORCH_WHEEL.findall(text):
             yield Requirement(f"torch=={version}")
@@ -891,9 +897,9 @@ def _documented_torch(root: Path) -> Iterator[Requirement]:
         # `![PyTorch](https://img.shields.io/badge/PyTorch-%3E%3D1.7-brightgreen)`).
         badges = "\n".join(urllib.parse.unquote(url) for url in _BADGE.findall(text))
         text = f"{plain}\n{badges}"
-        for version in _PYTORCH_IMAGE.findall(text):
+        for version in [] if base_replaced else _PYTORCH_IMAGE.findall(text):
             yield Requirement(f"torch=={version}")
-        for year, month in _NGC_IMAGE.findall(text):
+        for year, month in [] if base_replaced else _NGC_IMAGE.findall(text):
             torch = ngc_torch(int(year), int(month))
             if torch is not None:
                 # A container build file's base image is where the code runs; a document

@@ -899,18 +899,20 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         key = self._import_key(statement)
         if isinstance(statement, cst.ImportFrom) and _from_module(statement) in DEPRECATED_MODULES:
             # The import's own diagnostic carries the removal.
-            return (key, []) if self._all_uses_fixable(assignment) else (None, [])
+            return (key, []) if self._all_uses_fixable(assignment, safely=True) else (None, [])
         if _imports_deprecated_module(statement, bound) and self._all_uses_fixable(assignment):
             removal = self._importer.remove_names(statement, {bound})
             if removal is not None:
                 return key, [removal]
         return None, []
 
-    def _all_uses_fixable(self, assignment: ImportAssignment) -> bool:
-        """Can every use of this import be rewritten in one pass (none silenced, none nested)?"""
+    def _all_uses_fixable(self, assignment: ImportAssignment, *, safely: bool = False) -> bool:
+        """Can every use of this import be rewritten in one pass (none silenced, none nested),
+        with fixes of one safety (``safely``: safe ones)?"""
         if not assignment.references:
             return False
         spans: list[tuple[int, int]] = []
+        unsafe: set[bool] = set()
         for access in assignment.references:
             use = access.node
             if not isinstance(use, cst.Name):
@@ -928,7 +930,13 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
             plan = self._plan_symbol(outer, qualified or "", found, with_cleanup=False)
             if plan.edits is None or self.context.is_suppressed(self.code, plan.node):
                 return False
+            unsafe.add(plan.unsafe)
             spans.append(self.context.span(plan.node))
+        if len(unsafe) > 1 or (safely and True in unsafe):
+            # A safe fix must not take the import away from a use that only an unsafe fix
+            # rewrites: `--fix` would leave `amp.autocast` unbound (CVlization's
+            # torch_em_trainer passes `amp.autocast` as a value; round BK).
+            return False
         spans.sort()
         return all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 
@@ -956,8 +964,10 @@ class DeprecatedAmpNamespace(AnalysisRule, code="AMP001", name="deprecated-amp-n
         for alias in deprecated:
             local = bound_name(alias)
             assignments = self.context.analysis.bindings.imports_of(node, local)
+            # The removal is a safe fix of its own: a name whose uses only unsafe fixes
+            # rewrite stays until they have run (the next round then finds it unused).
             if len(assignments) == 1 and (
-                not assignments[0].references or self._all_uses_fixable(assignments[0])
+                not assignments[0].references or self._all_uses_fixable(assignments[0], safely=True)
             ):
                 removable.append(local)
         edit = self._importer.remove_names(node, set(removable)) if removable else None

@@ -153,6 +153,24 @@ class DeprecatedAutocastState(AnalysisRule, code="AMP002", name="deprecated-auto
             count=2,
             line=2, column=4, message='use `torch.is_autocast_enabled("cpu")`',
         ),
+        # The device-less `torch.is_autocast_enabled()` is the old CUDA query every torch has:
+        # its branch uses no replacement, so the `if` branch is no fallback (must3r, round BJ).
+        Invalid(
+            """
+              import torch
+              def current_dtype(default):
+            -     if torch.is_autocast_cpu_enabled():
+            -         return torch.get_autocast_cpu_dtype()
+            +     if torch.is_autocast_enabled("cpu"):
+            +         return torch.get_autocast_dtype("cpu")
+                  elif torch.is_autocast_enabled():
+            -         return torch.get_autocast_gpu_dtype()
+            +         return torch.get_autocast_dtype("cuda")
+                  return default
+            """,
+            count=3,
+            line=3, column=8, message='use `torch.is_autocast_enabled("cpu")`',
+        ),
         Invalid(
             """
             from torch import get_autocast_xla_dtype

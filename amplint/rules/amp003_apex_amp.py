@@ -520,7 +520,12 @@ class ApexAmp(AnalysisRule, code="AMP003", name="apex-amp", summary="apex.amp no
         modules = self.context.analysis.modules
         # Also apex's repository checked out as a folder (VALOR's `apex/apex/amp/`, which its
         # README installs with `cd apex; pip install ...`).
-        found = modules.module_path("apex.amp", self.context.path) or modules.module_path("apex.apex.amp", self.context.path)
+        found = (
+            modules.module_path("apex.amp", self.context.path)
+            or modules.module_path("apex.apex.amp", self.context.path)
+            # ... or under a versioned name (SHERL's `CLIP-ViL/apex-22.04-dev/apex/amp/`, round BK).
+            or modules.checkout_module_path("apex.amp", self.context.path)
+        )
         if found is None:
             return False
         modules.summary_of(found)  # the result depends on that file: a cached one follows it

@@ -8,6 +8,10 @@ from amplint.rules.base import AnalysisRule, Invalid
 
 def may_be_float16(use: AutocastUse) -> bool:
     """Is float16 among the dtypes this autocast may run in, as far as is known?"""
+    if use.call is not None and any(arg.star for arg in use.call.args):
+        # `autocast(**autocast_kwargs)`: the dtype is whatever the mapping holds (CVlization's
+        # RAE trainer passes `dict(dtype=torch.bfloat16, ...)`; round BK).
+        return False
     if use.dtype_expr is not None or use.runtime or use.via is not None:
         return use.dtypes is not None and "float16" in use.dtypes
     if use.deprecated:
@@ -101,6 +105,20 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     requires = (frozenset({".backward"}),)
 
     VALID = (
+        # The arguments come from a mapping: the dtype is not known (CVlization's RAE trainer,
+        # `dict(dtype=torch.bfloat16, enabled=use_bf16)`; round BK).
+        """
+        import torch
+        from torch.cuda.amp import autocast
+
+        def train(model, loader, optimizer, use_bf16):
+            autocast_kwargs = dict(dtype=torch.bfloat16, enabled=use_bf16)
+            for x in loader:
+                with autocast(**autocast_kwargs):
+                    loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+        """,
         # MixFormer's trainer builds timm's NativeScaler itself and calls it with the loss.
         """
         import torch

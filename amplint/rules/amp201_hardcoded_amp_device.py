@@ -1912,10 +1912,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         shown = variable or next(v.text for v in devices.variables(node))
         # The callee as the code spells it (`torch.amp.autocast`, `th.amp.GradScaler`).
         callee = dotted_name(node.func) or _SHORT[qualified]
-        lost = "loss scaling" if qualified in MODERN_GRAD_SCALERS else "AMP"
+        scales = qualified in MODERN_GRAD_SCALERS
+        what, lost = ("the scaler", "loss scaling") if scales else ("the block", "AMP")
+        # torch warns only where CUDA is missing; with CUDA present and the device variable
+        # set to another device, nothing is said at all.
         message = (
             f'`{callee}` hardcodes device type "cuda" although this code has a device '
-            f"variable (`{shown}`): on CPU, MPS or XPU it silently runs without {lost}; "
+            f"variable (`{shown}`): when that device is a CPU, MPS or XPU, {what} runs without {lost}; "
             f"use `amplint.runtime.device_type({shown})`"
         )
         fix = None
@@ -1947,7 +1950,16 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # nanoGPT's trainers keep the context on the instance (`self.ctx = nullcontext()
             # if ... else torch.amp.autocast(...)`, then `with self.ctx:`).
             member_uses = scalers.member_context_uses(region)
-            return bool(member_uses) and all(self._autocast_devices(use) == frozenset({"cuda"}) for use in member_uses)
+            if member_uses:
+                return all(self._autocast_devices(use) == frozenset({"cuda"}) for use in member_uses)
+            # The scaler is handed to the functions that autocast (nlp-anderson's `main()`
+            # passes it to `train_one_epoch`, round BK): when every autocast of the file is
+            # CUDA's alone, float16 never runs elsewhere and loss scaling has nothing to do there.
+            everywhere = [block for block in self.context.analysis.autocast.blocks if not block.disabled]
+            return bool(everywhere) and all(
+                block.use.device_types == frozenset({"cuda"}) and block.use.conditional is None and not block.use.method
+                for block in everywhere
+            )
         devices = self.context.analysis.devices
         return all(
             (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})

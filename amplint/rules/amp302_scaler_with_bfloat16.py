@@ -606,8 +606,11 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             bool_value(enabled) is False
             or mentions(enabled, FLOAT16_WORDS)
             or _excludes_bfloat16(enabled)
-            # ... or through the flag it reads (micror1: `grad_scaling_enabled = (dtype == 'float16')`).
-            or (isinstance(enabled, (cst.Name, cst.Attribute)) and self._names_float16(enabled))
+            # ... or through the flag it reads (micror1: `grad_scaling_enabled = (dtype == 'float16')`),
+            # also as one `and`-part (BirdCLEF: `bool(cfg["amp"]) and ... and use_grad_scaler`; round BK).
+            or any(
+                isinstance(part, (cst.Name, cst.Attribute)) and self._names_float16(part) for part in _and_parts(enabled)
+            )
         ):
             return
         if self._never_scales(node):
@@ -957,6 +960,13 @@ def _excludes_bfloat16(enabled: cst.BaseExpression) -> bool:
 
     enabled.visit(_Visitor())
     return found
+
+
+def _and_parts(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of an ``and`` chain (the expression itself when it is none)."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return [*_and_parts(expr.left), *_and_parts(expr.right)]
+    return [expr]
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:

@@ -54,6 +54,24 @@ def test_crlf_line_endings_are_kept_including_the_added_import() -> None:
     assert _fix(source) == 'import torch\r\n\r\nwith torch.amp.autocast("cuda"):\r\n    pass\r\n'
 
 
+def test_a_safe_fix_keeps_the_module_import_a_value_use_with_an_unsafe_fix_still_needs() -> None:
+    # CVlization's torch_em_trainer (round BK): `amp.autocast` passed as a value has only an
+    # unsafe fix, so safe fixing must leave `import torch.cuda.amp as amp` in place.
+    source = (
+        "import torch.cuda.amp as amp\n\n\nclass Trainer:\n    def __init__(self, mixed):\n"
+        "        self.scaler = amp.GradScaler() if mixed else None\n\n"
+        "    def train(self, progress):\n        return self._impl(progress, amp.autocast)\n"
+    )
+    fixed = _fix(source)
+    assert fixed == (
+        "import torch\nimport torch.cuda.amp as amp\n\n\nclass Trainer:\n    def __init__(self, mixed):\n"
+        '        self.scaler = torch.amp.GradScaler("cuda") if mixed else None\n\n'
+        "    def train(self, progress):\n        return self._impl(progress, amp.autocast)\n"
+    )
+    unsafe = fix_text(source, select=["AMP001"], unsafe_fixes=True)
+    assert "functools.partial(torch.amp.autocast, \"cuda\")" in unsafe and check_source(unsafe, select=["AMP001"]) == []
+
+
 def test_unfixable_use_keeps_its_name_in_the_import() -> None:
     source = (
         "from torch.cuda.amp import autocast, GradScaler\n"

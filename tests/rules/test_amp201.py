@@ -1074,3 +1074,39 @@ def test_a_project_call_given_a_cuda_device_type_requires_cuda(device_type: str,
     source = PARALLEL_SETUP.format(device_type=device_type)
     codes = [d.code for d in check_source(source, "dist.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+HANDED_SCALER = """\
+import torch
+
+def train_one_epoch(model, data, optimizer, scaler, device):
+    for x, y in data:
+        with torch.amp.autocast({autocast_device}):
+            loss = model(x.to(device), y.to(device))
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+def main(model, data):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    optimizer = torch.optim.AdamW(model.to(device).parameters())
+    scaler = torch.amp.GradScaler("cuda")
+    train_one_epoch(model, data, optimizer, scaler, device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("autocast_device", "rows"),
+    [
+        # nlp-anderson (round BK): the scaler (row 14) is handed to a function whose autocast
+        # is CUDA's alone, so float16 never runs elsewhere and a CUDA scaler is all it needs;
+        # the autocast itself is the finding.
+        ('"cuda"', [5]),
+        # The autocast follows the device: off CUDA it may run float16 that the scaler leaves unscaled.
+        ("device.type", [14]),
+    ],
+)
+def test_a_scaler_handed_to_cuda_only_autocasts(autocast_device: str, rows: list[int]) -> None:
+    source = HANDED_SCALER.format(autocast_device=autocast_device)
+    found = [d.location.row for d in check_source(source, "train.py", select=["AMP201"])]
+    assert found == rows, found

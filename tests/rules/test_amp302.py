@@ -142,3 +142,19 @@ with torch.autocast('cuda', dtype=torch.bfloat16):
 def test_an_enabled_flag_bound_to_a_float16_test_conditions_the_scaler(flag: str, reported: bool) -> None:
     codes = [d.code for d in check_source(FLAG_ENABLED.format(flag=flag), "train.py", select=["AMP302"])]
     assert (codes != []) is reported, codes
+
+
+@pytest.mark.parametrize(
+    ("flag", "reported"),
+    [
+        # BirdCLEF (round BK): the float16 flag is one `and`-part of `enabled=`.
+        ("grad_scaling_enabled = ptdtype == torch.float16", False),
+        ("grad_scaling_enabled = args.amp", True),
+    ],
+)
+def test_a_float16_flag_among_the_and_parts_of_enabled_conditions_the_scaler(flag: str, reported: bool) -> None:
+    source = FLAG_ENABLED.format(flag=flag).replace(
+        "enabled=grad_scaling_enabled", "enabled=bool(cfg['amp']) and torch.cuda.is_available() and grad_scaling_enabled"
+    )
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP302"])]
+    assert (codes != []) is reported, codes
