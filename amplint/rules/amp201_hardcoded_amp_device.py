@@ -3,7 +3,14 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastUse
-from amplint.analysis.syntax import bool_value, call_arguments, dotted_name, is_none, string_literal
+from amplint.analysis.syntax import (
+    bool_value,
+    call_arguments,
+    dotted_name,
+    is_none,
+    mentions,
+    string_literal,
+)
 from amplint.analysis.torch_api import (
     AUTOCAST_BEYOND_CUDA,
     AUTOCAST_ORDER,
@@ -47,6 +54,11 @@ STR_CALL = r"re:\bstr[\s\\]*\("
 # `autocast("cuda", dtype=torch.float32)`: a region forced to float32, no reduced precision.
 FLOAT32_ONLY = frozenset({"float32"})
 
+
+# An `enabled=` flag named for float16 (`use_fp16`, `args.half`) says what a dtype-less CUDA
+# autocast runs in; one that also names bfloat16 says nothing certain.
+FLOAT16_FLAG_WORDS = frozenset({"fp16", "float16", "half"})
+BFLOAT16_FLAG_WORDS = frozenset({"bf16", "bfloat16"})
 
 class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device", summary="AMP code hardcodes the CUDA device", fix=Applicability.UNSAFE):
     """## What it does
@@ -246,11 +258,13 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     whose device test picks CPU for MPS, since that region then fails to turn MPS
     autocast off), or whose `dtype=` is float32 (a region
     forced to float32: T2I-Adapter's "mmpose seems not compatible with autocast fp16"; a
-    decision of this page, RULES.md has no float32 case), or whose dtype is float16 where
-    every device variable in scope is only ever CUDA or the CPU (`torch.device("cuda" if
-    torch.cuda.is_available() else "cpu")`): off CUDA that is float16 autocast on the CPU,
-    which nobody asked for, and the literal keeps it off (coqui's Tortoise, `half=True` by
-    default; this page's decision, round BJ), or whose dtype is float16 where
+    decision of this page, RULES.md has no float32 case), or whose dtype is float16 (a
+    float16 `dtype=`, or none with an `enabled=` flag named for float16 such as `use_fp16`)
+    where every device variable in scope is only ever CUDA or the CPU (`torch.device("cuda"
+    if torch.cuda.is_available() else "cpu")`, also handed in through a parameter the file's
+    calls fill with such a device): off CUDA that is float16 autocast on the CPU, which
+    nobody asked for, and the literal keeps it off (coqui's Tortoise, `half=True` by
+    default, round BJ; sarkd5's evaluator, round BK; this page's decision), or whose dtype is float16 where
     the project's declared torch holds below 2.2: there CPU autocast takes only bfloat16
     and no other accelerator autocasts (before 2.4), so an autocast on the device's own
     type would turn itself off off CUDA too (TITAN's notebooks on `torch==2.0.1`; this
@@ -1900,11 +1914,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             return
         if qualified in MODERN_GRAD_SCALERS and self._scaling_matters_only_on_cuda(node):
             return
-        if (
-            dtype is not None
-            and self.context.analysis.values.dtype_values(dtype) == frozenset({"float16"})
-            and all(self._only_cuda_or_cpu(variable.expr) for variable in devices.variables(node))
-        ):
+        if self._runs_float16(dtype, enabled) and all(self._only_cuda_or_cpu(variable.expr) for variable in devices.variables(node)):
             # Off CUDA the device can only be the CPU, where nobody wants float16 autocast:
             # the literal keeps it CUDA-only (coqui's Tortoise, `half=True` by default; round BJ).
             return
@@ -2098,7 +2108,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         fix = self._runtime_fix(node, f"amplint.runtime.device_type({text})", Applicability.UNSAFE)
         self.report(node, message, fix=fix)
 
-    def _only_cuda_or_cpu(self, subject: cst.BaseExpression) -> bool:
+    def _runs_float16(self, dtype: cst.BaseExpression | None, enabled: cst.BaseExpression | None) -> bool:
+        """Is the autocast a float16 one: a float16 dtype, or none (CUDA's default, float16)
+        with an `enabled=` flag named for float16 (sarkd5's `enabled=use_fp16`; round BK)?"""
+        if dtype is not None:
+            return self.context.analysis.values.dtype_values(dtype) == frozenset({"float16"})
+        return enabled is not None and mentions(enabled, FLOAT16_FLAG_WORDS) and not mentions(enabled, BFLOAT16_FLAG_WORDS)
+
+    def _only_cuda_or_cpu(self, subject: cst.BaseExpression, depth: int = 0) -> bool:
         """Is ``subject`` bound only to CUDA or CPU device strings, and never rebound at run
         time (baby-llama2-chinese: `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
         above `'cuda' if 'cuda' in device else 'cpu'`)?"""
@@ -2113,7 +2130,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             if assigned and not self._sets_other_devices(member[1], assigned):
                 if all(found):
                     values = frozenset().union(*(one for one in found if one))
-                elif all(self._cuda_or_cpu_value(value) for value in assigned):
+                elif all(self._cuda_or_cpu_value(value, depth) for value in assigned):
                     # `torch.device("cuda" if torch.cuda.is_available() else "cpu")` (coqui's Tortoise)
                     values = frozenset({"cuda"})
         if values is None and isinstance(subject, cst.Name):
@@ -2121,29 +2138,33 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # module-level `device = None` placeholder (NeuroLM's nanoGPT-style trainers).
             # nunif: `device = f"cuda:{args.gpu}" if args.gpu >= 0 else "cpu"`.
             bound = analysis.bindings.plain_values(subject)
-            if bound and all(self._cuda_or_cpu_value(value) for value in bound):
+            if bound and all(self._cuda_or_cpu_value(value, depth) for value in bound):
                 values = frozenset({"cuda"})
         if values is None and isinstance(subject, cst.Name):
             # A parameter every call of the file fills with CUDA or CPU (Tiny-GRPO:
             # `setup_training_environment("cuda" if torch.cuda.is_available() else "cpu")`).
             given = analysis.devices.arguments_for(subject)
-            if given and all(self._cuda_or_cpu_value(value) for value in given):
+            if given and all(self._cuda_or_cpu_value(value, depth) for value in given):
                 values = frozenset({"cuda"})
         if not values or not all(value == "cpu" or value == "cuda" or value.startswith("cuda:") for value in values):
             return False
         return not analysis.devices.rebinds_globals
 
-    def _cuda_or_cpu_value(self, value: cst.BaseExpression) -> bool:
-        """A CUDA device literal, `"cpu"`, a `None` placeholder, or a conditional of these."""
+    def _cuda_or_cpu_value(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """A CUDA device literal, `"cpu"`, a `None` placeholder, a conditional of these, or a
+        name (a parameter the file's calls fill) that holds only these (sarkd5's evaluator
+        is built with `main()`'s `device = torch.device('cuda' if ... else 'cpu')`; round BK)."""
         if isinstance(value, cst.IfExp):
-            return self._cuda_or_cpu_value(value.body) and self._cuda_or_cpu_value(value.orelse)
+            return self._cuda_or_cpu_value(value.body, depth) and self._cuda_or_cpu_value(value.orelse, depth)
+        if isinstance(value, cst.Name) and value.value not in ("None", "True", "False"):
+            return depth < 3 and self._only_cuda_or_cpu(value, depth + 1)
         if (
             isinstance(value, cst.Call)
             and self.context.analysis.names.resolve(value.func) == "torch.device"
             and len(value.args) == 1
             and value.args[0].keyword is None
         ):
-            return self._cuda_or_cpu_value(value.args[0].value)
+            return self._cuda_or_cpu_value(value.args[0].value, depth)
         return is_none(value) or string_literal(value) == "cpu" or is_cuda_literal_device(self.context.analysis.names, value)
 
     def _sets_other_devices(self, attr: str, own: list[cst.BaseExpression]) -> bool:

@@ -742,7 +742,7 @@ from contextlib import nullcontext
 
 def train_one_epoch(model, loader, device, amp_enabled: bool):
     for images in loader:
-        with (torch.autocast("cuda", dtype=torch.float16) if amp_enabled else nullcontext()):
+        with (torch.autocast("cuda", dtype=torch.bfloat16) if amp_enabled else nullcontext()):
             loss = model(images.to(device))
         loss.backward()
 
@@ -1110,3 +1110,44 @@ def test_a_scaler_handed_to_cuda_only_autocasts(autocast_device: str, rows: list
     source = HANDED_SCALER.format(autocast_device=autocast_device)
     found = [d.location.row for d in check_source(source, "train.py", select=["AMP201"])]
     assert found == rows, found
+
+
+EVALUATOR = """\
+import torch
+
+class Evaluator:
+    def __init__(self, data, device):
+        self.data = data
+        self.device = device
+
+    def evaluate(self, model, use_fp16=False):
+        for x in self.data:
+            with torch.amp.autocast("cuda", enabled={enabled}):
+                model(x.to(self.device))
+
+def main(data, model):
+    device = torch.device({device})
+    evaluator = Evaluator(data, device)
+    evaluator.evaluate(model, use_fp16=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("enabled", "device", "reported"),
+    [
+        # sarkd5 (round BK): the flag says float16, CUDA's default dtype, and the device the
+        # file hands the evaluator is CUDA or the CPU.
+        ("use_fp16", '"cuda" if torch.cuda.is_available() else "cpu"', False),
+        # A flag that says nothing of float16: off CUDA the block loses bfloat16 CPU autocast.
+        ("True", '"cuda" if torch.cuda.is_available() else "cpu"', True),
+        ("use_fp16 or use_bf16", '"cuda" if torch.cuda.is_available() else "cpu"', True),
+        # The device may be MPS, where float16 autocast runs.
+        ("use_fp16", '"cuda" if torch.cuda.is_available() else "mps"', True),
+    ],
+)
+def test_a_float16_flag_on_a_device_handed_in_as_cuda_or_cpu(enabled: str, device: str, reported: bool) -> None:
+    source = EVALUATOR.format(enabled=enabled, device=device)
+    if "use_bf16" in enabled:
+        source = source.replace("use_fp16=False)", "use_fp16=False, use_bf16=False)")
+    codes = [d.code for d in check_source(source, "evaluate.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
