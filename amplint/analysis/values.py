@@ -82,9 +82,14 @@ class Values:
         named, found = self._named(node, depth, "dtypes", self.dtype_values)
         if named:
             return found
-        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict):
+        table = node.value if isinstance(node, cst.Subscript) else None
+        if isinstance(table, cst.Name):
+            # A dict held in a name bound once (SAM2-Distillation-Pipeline's
+            # `dtype_by_name[amp_dtype]`; round BK).
+            table = self.bindings.single_value(table)
+        if isinstance(node, cst.Subscript) and isinstance(table, cst.Dict):
             # {'float16': torch.float16, 'bfloat16': torch.bfloat16}[dtype]: any of the values.
-            entries = self._entries(node.value, depth, self.dtype_values)
+            entries = self._entries(table, depth, self.dtype_values)
             if entries is None:
                 return None
             keys = self._lookup_keys(node)

@@ -89,3 +89,22 @@ def test_a_benchmark_notebook_times_float16_steps_without_a_scaler(path: str, re
     data = notebook_json([("markdown", "# Benchmark"), ("code", TIMED_TRAINING)])
     codes = [d.code for d in check_source(data, path, select=["AMP105"])]
     assert codes == (["AMP105"] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("table", "reported"),
+    [
+        # SAM2-Distillation-Pipeline (round BK): the dtype comes from a dict held in a name.
+        ('{"fp16": torch.float16, "bf16": torch.bfloat16}', True),
+        ('{"fp32": torch.float32, "bf16": torch.bfloat16}', False),
+    ],
+)
+def test_a_dtype_looked_up_in_a_dict_held_in_a_name(table: str, reported: bool) -> None:
+    source = (
+        "import torch\n\ndef train(model, loader, optimizer, amp_dtype='bf16'):\n"
+        f"    dtype_by_name = {table}\n"
+        "    for x in loader:\n        with torch.autocast('cuda', dtype=dtype_by_name[amp_dtype]):\n"
+        "            loss = model(x).mean()\n        loss.backward()\n        optimizer.step()\n"
+    )
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP105"])]
+    assert codes == (["AMP105"] if reported else []), codes
