@@ -51,6 +51,15 @@ from amplint.analysis.values import Values, is_chosen_by_caller, is_cuda_value
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
+# Functions that read a configuration from a file, and the containers projects wrap one in.
+CONFIG_LOADERS = frozenset(
+    {
+        "yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "toml.load", "tomllib.load",
+        "omegaconf.OmegaConf.load", "mmcv.Config.fromfile", "mmengine.Config.fromfile", "mmengine.config.Config.fromfile",
+    }
+)
+CONFIG_WRAPPERS = frozenset({"DictConfig", "EasyDict", "edict", "create", "Munch", "munchify", "AttrDict"})
+
 # Flags whose name says they mean "running on CUDA/GPU": `use_cuda`, `args.cuda`, `x.is_cuda`.
 _FLAG_WORDS = ("cuda", "gpu", "cpu")
 # Methods whose result is a tensor: a name bound to one is data. `.half()` and `.to()` are
@@ -63,7 +72,7 @@ TENSOR_RESULTS = frozenset(
         # `y = batch["y"].float()` (EfficientSED, round BI): a cast of data keeps it data.
         "float", "double", "long", "int", "bool", "clone",
     }
-)  # fmt: skip
+)
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn"})
 SKIP_DECORATORS = frozenset({"skipif", "skipIf", "skipUnless"})
@@ -82,8 +91,12 @@ CUDA_STATE_CALLS = frozenset(
         "torch.cuda.mem_get_info",  # UniDepth's training loop logs free memory
         "torch.cuda.ipc_collect",  # EasyAnimate's validation ends with it
         "torch.cuda.set_per_process_memory_fraction",  # NeMo's memory profiler
+        "torch.cuda.reset_peak_memory_stats",  # physicsnemo's StormCast logs peak memory
     }
 )
+# NVIDIA's management library: it fails without an NVIDIA driver (physicsnemo's DoMINO
+# trainer calls `nvmlInit()` at import; round BL).
+NVML_CALLS = frozenset({"pynvml.nvmlInit", "pynvml.nvmlDeviceGetHandleByIndex", "nvidia_smi.nvmlInit"})
 INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
 AMP_CALLABLES = AUTOCASTS | GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD
 # An availability test that may choose another device (device_count() often just counts GPUs).
@@ -577,6 +590,14 @@ class DeviceAnalysis:
             return bool(bound) and all(
                 isinstance(binding.node, cst.Param) and self._of_uncalled_function(binding.node) for binding in bound
             )
+        if variable.kind == "attribute":
+            # `cfg.device` of a config read from a file (`cfg = DictConfig(yaml.safe_load(f))`:
+            # learn-new-things, round BL): the file's reader chose it, as a caller would.
+            root = root_name(variable.expr)
+            bound = self.bindings.assignments(root) if root is not None else []
+            return bool(bound) and all(
+                (value := self.bindings.value_of_binding(binding)) is not None and self._loaded_config(value) for binding in bound
+            )
         if variable.kind != "self" or cls is None:
             return False
         if self.classes.members(cls, "device") or any(method.name.value == "device" for method in self.classes.methods(cls)):
@@ -585,6 +606,18 @@ class DeviceAnalysis:
         found = self.member_values.inherited_member(variable.expr) if self.member_values is not None else None
         entry = found[2] if found is not None else None
         return isinstance(entry, dict) and entry.get("chosen_by_caller") is True
+
+    def _loaded_config(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is ``value`` a configuration read from a file (``yaml.safe_load(f)``,
+        ``OmegaConf.load(path)``, ``json.load(f)``), possibly wrapped (``DictConfig(...)``,
+        ``EasyDict(...)``)?"""
+        if depth > 3 or not isinstance(value, cst.Call):
+            return False
+        qualified = self.names.resolve(value.func) or ""
+        if qualified in CONFIG_LOADERS:
+            return True
+        wrapper = qualified.rsplit(".", 1)[-1] if qualified else (last_name(value.func) or "")
+        return wrapper in CONFIG_WRAPPERS and len(value.args) == 1 and self._loaded_config(value.args[0].value, depth + 1)
 
     def _of_uncalled_function(self, node: cst.CSTNode) -> bool:
         function = self._enclosing_function(node)
@@ -1163,7 +1196,7 @@ class DeviceAnalysis:
         qualified = self.names.resolve(call.func)
         if qualified == "torch.cuda.set_device":
             return True
-        if qualified in CUDA_STATE_CALLS and not self.in_device_condition(call):
+        if qualified in CUDA_STATE_CALLS | NVML_CALLS and not self.in_device_condition(call):
             return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
         if (
             qualified == "torch.cuda.device"

@@ -42,8 +42,10 @@ from amplint.engine.context import SourceContext
 TEST_FILE = re.compile(r"(^test_.*|.*_test)\.(py|ipynb)$")
 TEST_DIRECTORIES = frozenset({"tests", "test"})
 # ... notebooks too (ready-steady-go's `nbs/00_benchmark.ipynb`, round BF).
-BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?(_.*)?|.*_bench(mark)?)\.(py|ipynb)$")
-BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench"})
+# Performance measurements as well (physicsnemo's `measure_perf.py` and its `profiling/`
+# tutorial time AMP on synthetic data; round BL).
+BENCHMARK_FILE = re.compile(r"(^bench(mark)?s?(_.*)?|.*_bench(mark)?|^perf(_.*)?|.*_perf)\.(py|ipynb)$")
+BENCHMARK_DIRECTORIES = frozenset({"benchmarks", "benchmark", "bench", "benchmarking", "profiling"})
 # A script named as a numerical check (VMamba's `vmamba_checks.py` compares two models'
 # gradients under autocast).
 CHECK_FILE = re.compile(r"(^checks?_.*|.*_checks?)\.py$")

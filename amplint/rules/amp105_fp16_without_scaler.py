@@ -57,7 +57,8 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     a name bound to a `torch.optim` construction): forward/backward benchmarks, gradient
     equivalence checks and memory probes compute gradients nobody trains on (VMamba's
     `testfwdbwd`), so underflow changes nothing there; nor benchmark modules
-    (`bench.py`, `benchmark_*.py`, `*_bench.py`, files under `benchmarks/`), even where an
+    (`bench.py`, `benchmark_*.py`, `*_bench.py`, `*_perf.py`, files under `benchmarks/` or
+    `profiling/`: physicsnemo's `measure_perf.py`, round BL), even where an
     optimizer steps: nanoGPT's `bench.py` and xformers' `benchmark_encoder.py` time
     training steps on random data, whose convergence nobody reads, and a scaler would
     change the work being timed (rounds BB and BC).

@@ -101,7 +101,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     or a `device` property returning the device of the module's own parameters
     (`next(self.parameters()).device`, as transformers' is: wherever the caller put the
     model; openvla's prismatic VLMs, round AY), in the class or in a project base class in
-    another file, and the file chooses no
+    another file, or an attribute of a configuration the file reads from a file (`cfg =
+    DictConfig(yaml.safe_load(f))`, then `cfg.device`: learn-new-things, round BL), and the file chooses no
     device other than CUDA anywhere (no `"cpu"`/`"mps"`/`"xpu"` device value, default or
     `--device` option default, no CUDA-availability test with a fallback). Whether such
     code runs anywhere but CUDA is decided by callers this file does not show, and in the
@@ -141,7 +142,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (fastenhancer's `self.loss.initialize(device=torch.device("cuda", index=self.rank))`), passes `device_id=` a CUDA device, or makes an unguarded
     call that raises without CUDA (`torch.cuda.synchronize()`, `torch.cuda.current_device()`,
     `torch.cuda.get_device_properties(...)`, `torch.cuda.mem_get_info()`,
-    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)` and kin,
+    `torch.cuda.ipc_collect()`, `torch.cuda.set_per_process_memory_fraction(...)`,
+    `torch.cuda.reset_peak_memory_stats()` and kin, NVIDIA's management library's
+    `pynvml.nvmlInit()` (physicsnemo's DoMINO trainer calls it at import; round BL),
     or diffusers' `enable_xformers_memory_efficient_attention()`, which raises "only
     available for GPU"), or
     in a closure whose enclosing function requires CUDA whenever it defines it; RULES.md names CUDA-requiring calls
@@ -284,7 +287,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     where the dtype is set only under one (Video_inpainting_DPO, round BG); an `enabled=`
     flag read from a GradScaler that is enabled only with CUDA (`amp_enabled =
     scaler.is_enabled()`: Transformer4LongTailed, round BH); a `GradScaler("cuda")` whose
-    every autocast block opens only under a device test (TradingBOT); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    every autocast block opens only under a device test (TradingBOT), or is a plain
+    `autocast("cuda")` in a scope with no device variable, so not reported itself (the
+    blocks of its function or class, or, for a scaler handed to other functions, every block
+    of the file: nlp-anderson, round BK; physicsnemo's crash trainer, round BL; where the
+    CUDA autocast is reported, its fix would leave the scaler behind, so both are); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
     torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
     ...)` on the function or its test class); code with no device variable (it really is
@@ -1954,6 +1961,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         else "cpu")`, MONAI's tutorials)? float16 then runs only on CUDA, where a CUDA
         scaler is what it needs; elsewhere bfloat16 needs none."""
         scalers = self.context.analysis.scalers
+        devices = self.context.analysis.devices
         region = scalers.served_region(construction)
         blocks = [block for block in scalers.served_blocks(region) if not block.disabled]
         if not blocks:
@@ -1967,18 +1975,28 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # CUDA's alone, float16 never runs elsewhere and loss scaling has nothing to do there.
             everywhere = [block for block in self.context.analysis.autocast.blocks if not block.disabled]
             return bool(everywhere) and all(
-                block.use.device_types == frozenset({"cuda"}) and block.use.conditional is None and not block.use.method
-                for block in everywhere
+                self._cuda_only_literal(block.use) and not devices.has_variable(block.statement) for block in everywhere
             )
-        devices = self.context.analysis.devices
         return all(
             (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})
             or self._autocast_devices(block.use) == frozenset({"cuda"})
+            # The autocast it serves is CUDA's alone (physicsnemo's crash trainer: the scaler
+            # in `__init__`, `autocast(device_type="cuda")` in `forward`; round BL): float16
+            # never runs elsewhere, so a CUDA scaler is all it needs.
+            or (self._cuda_only_literal(block.use) and not devices.has_variable(block.statement))
             # Opened only under a device test (TradingBOT's `if self.device.type == 'cuda':
             # with autocast('cuda'):`, round BH): the scaler meets float16 only on CUDA.
             or devices.in_device_condition(block.statement)
             for block in blocks
         )
+
+    @staticmethod
+    def _cuda_only_literal(use: AutocastUse) -> bool:
+        """Is this autocast CUDA's alone, whatever the device: `autocast("cuda")` itself,
+        not chosen by a conditional, not a library's `.autocast()`? Where its own scope has
+        no device variable it is not reported either, and the scaler it pairs with is as
+        CUDA-only as it is; where it is reported, its fix would leave the scaler behind."""
+        return use.device_types == frozenset({"cuda"}) and use.conditional is None and not use.method and not use.alternatives
 
     def _autocast_devices(self, use: AutocastUse) -> frozenset[str] | None:
         """The device types the autocast may run on, when its conditional hands some of its

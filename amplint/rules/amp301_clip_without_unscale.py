@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from amplint.diagnostics import Applicability
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.calls import source_of
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -13,12 +16,40 @@ CLIP_FUNCTIONS = frozenset(
 )
 
 
+# A test that separates the scaled branch from an unscaled one: off it nothing is scaled.
+_AMP_TEST = re.compile(r"scaler|amp|fp16|bf16|float16|half|mixed|precision", re.IGNORECASE)
+
+
+def _or_parts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_or_parts(test.left), *_or_parts(test.right)]
+    return [test]
+
+
+def _unscales(branch: cst.CSTNode) -> bool:
+    """Does this branch call some ``.unscale_(...)``?"""
+    found = False
+
+    class _Visitor(ReadOnlyVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "unscale_":
+                found = True
+
+    branch.visit(_Visitor())
+    return found
+
 class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale", summary="Gradient clipping on still-scaled gradients", fix=Applicability.SAFE):
     """## What it does
     Flags `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` called after a scaled
     backward (`scaler.scale(loss).backward()`) and before `scaler.step(optimizer)` in the
     same function, with no `scaler.unscale_(optimizer)` between the backward and the
-    clip — gradient-accumulation branches (`if (step + 1) % accum == 0:`) included.
+    clip — gradient-accumulation branches (`if (step + 1) % accum == 0:`) included. An
+    `unscale_` counts only where it runs whenever the clip does: in a block that holds the
+    clip, or under an `if` that tests the scaler or an AMP flag, or the same test as an
+    `if` around the clip (also as one part of an `or`), or under an `if` whose `else`
+    unscales too; PIA's `unscale_` under `if (step + 1) % accum == 0:` before a clip
+    on every micro-step does not (round BL).
 
     Not flagged: `accelerator.clip_grad_norm_`, timm's `dispatch_clip_grad`, and other
     wrappers (they unscale, or are not torch's function); project functions that happen
@@ -81,6 +112,47 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
 
     VALID = (
+        # The `unscale_` runs wherever the clip does: its test is implied by the clip's
+        # (physicsnemo's AeroJEPA trainer, round BL) ...
+        """
+        import torch
+
+        def step(model, loss, optimizer, scaler, world_size, max_norm):
+            scaler.scale(loss).backward()
+            if world_size > 1 or (max_norm > 0.0):
+                scaler.unscale_(optimizer)
+            if max_norm > 0.0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        """,
+        # ... or both branches unscale (videomae's scaler takes one optimizer or a list).
+        """
+        import torch
+
+        def step(model, loss, optimizer, scaler):
+            scaler.scale(loss).backward()
+            if not isinstance(optimizer, list):
+                scaler.unscale_(optimizer)
+            else:
+                for one in optimizer:
+                    scaler.unscale_(one)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+        """,
+        # The `unscale_` sits under an AMP test: where it does not run, nothing is scaled.
+        """
+        import torch
+
+        def step(model, loss, optimizer, scaler, use_amp):
+            scaler.scale(loss).backward()
+            if use_amp:
+                scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         """
         import torch
 
@@ -199,6 +271,28 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             fixed=None,
             line=8, column=9, message="clipped while still scaled by `scaler`",
         ),
+        # PIA (round BL): the `unscale_` runs only on accumulation steps, the clip on every
+        # micro-step, so 31 of 32 clips cut gradients that are still scaled. No fix: the
+        # clip belongs inside that `if`, after the `unscale_`.
+        Invalid(
+            """
+            import torch
+
+            def train_one_epoch(unet, loader, optimizer, scaler, accum, max_norm):
+                for step, x in enumerate(loader):
+                    with torch.autocast("cuda"):
+                        loss = unet(x).mean() / accum
+                    scaler.scale(loss).backward()
+                    if (step + 1) % accum == 0:
+                        scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(unet.parameters(), max_norm)
+                    if (step + 1) % accum == 0:
+                        scaler.step(optimizer)
+                        scaler.update()
+            """,
+            fixed=None,
+            line=10, column=9, message="clipped while still scaled by `scaler`",
+        ),
         # The clip is shared with the float32 branch, where `scaler` is None: reported, but
         # an unconditional `unscale_` would crash that branch (PointNeXt).
         Invalid(
@@ -241,7 +335,10 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             return
         backward_position, scaler, backward = max(backwards, key=lambda item: item[0])
         calls = [c for c in scalers.in_scope(scope) if c.scaler == scaler]
-        if any(c.method == "unscale_" and backward_position < self.context.span(c.call)[0] < position for c in calls):
+        if any(
+            c.method == "unscale_" and backward_position < self.context.span(c.call)[0] < position and self._covers(c.call, node)
+            for c in calls
+        ):
             return
         steps = [c for c in calls if c.method == "step" and self.context.span(c.call)[0] > position]
         if not steps:
@@ -284,6 +381,41 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
             and self.qualified_name(call.func) in CLIP_FUNCTIONS
             for call in tree.index.calls
         )
+
+    def _covers(self, unscale: cst.Call, clip: cst.Call) -> bool:
+        """Does this earlier ``unscale_`` run whenever the clip does: its block holds the
+        clip, or the ``if`` it sits under tests the scaler or an AMP flag (the other branch
+        has nothing scaled) or is the very test of an ``if`` around the clip? PIA unscales
+        under `if (step + 1) % accum == 0:` and clips after that `if` on every micro-step
+        (round BL)."""
+        tree = self.context.analysis.tree
+        statement = tree.statement_of(unscale)
+        block = tree.parent(statement) if statement is not None else None
+        if block is None or tree.within(clip, block):
+            return True
+        def code(node: cst.BaseExpression) -> str:
+            if node.lpar:
+                node = node.with_changes(lpar=[], rpar=[])  # `(cfg.clip_grad > 0)` is `cfg.clip_grad > 0`
+            return self.context.module.code_for_node(node)
+
+        around_clip = {code(ancestor.test) for ancestor in tree.ancestors(clip) if isinstance(ancestor, cst.If)}
+        for ancestor in tree.ancestors(unscale):
+            if tree.within(clip, ancestor):
+                break  # the nearest block both run in
+            if not isinstance(ancestor, cst.If):
+                continue
+            test = ancestor.test
+            if (
+                _AMP_TEST.search(code(test))
+                # `if world_size > 1 or clip > 0: unscale_` before `if clip > 0: clip(...)`
+                # (physicsnemo's AeroJEPA trainer): it holds wherever the clip's test does.
+                or any(code(part) in around_clip for part in _or_parts(test))
+                # Both branches unscale (videomae's scaler: one optimizer or a list of them).
+                or (ancestor.orelse is not None and _unscales(ancestor.orelse))
+            ):
+                continue
+            return False
+        return True
 
     def _steps_whenever_clipped(self, step: cst.Call, clip: cst.Call) -> bool:
         """Does every clip reach the step: is the step's statement in a block that holds the

@@ -25,7 +25,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
       function does not count for a parameter `scaler` of another, nor `self.scaler`
       of one class for another class's;
     - `optimizer.step()` in the block of a scaled backward (or a block nested under it)
-      in a function that never calls `scaler.step(...)`, so the optimizer steps on
+      in a function that never calls `scaler.step(...)`, or later in the very block of the
+      backward when the function's `scaler.step(...)` calls step other optimizers (cs336
+      steps AdamW through the scaler and Muon bare; round BL), so the optimizer steps on
       scaled gradients (not for a GradScaler the file builds, in a file that opens no
       autocast block and never steps, updates or unscales it: there it is a constant
       loss multiplier chosen on purpose, nerfacc's `GradScaler(2**10)` "not unscaled
@@ -112,6 +114,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     requires = (frozenset({".step", ".unscale_"}),)
 
     VALID = (
+        # The bare step is the other branch of a scaled one: only one of them runs.
+        """
+        def train_step(loss, opt, scaler, use_scaler):
+            scaler.scale(loss).backward()
+            if use_scaler:
+                scaler.step(opt)
+            else:
+                other_optimizer.step()
+            scaler.update()
+        """,
         # fastai's MixedPrecision callback: the learner's scaler, stepped and updated in two
         # callback methods.
         """
@@ -266,6 +278,20 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         """,
     )
     INVALID = (
+        # One optimizer through the scaler, the other stepped bare beside it (cs336, round
+        # BL): on an overflow step the second one applies inf/NaN gradients.
+        Invalid(
+            """
+              def train_step(loss, adamw_opt, muon_opt, scaler):
+                  scaler.scale(loss).backward()
+                  scaler.step(adamw_opt)
+                  scaler.unscale_(muon_opt)
+            -     muon_opt.step()
+            +     scaler.step(muon_opt)
+                  scaler.update()
+            """,
+            line=5, column=5, message="`muon_opt.step()` after `scaler.scale(loss).backward()` steps on scaled gradients",
+        ),
         # The scaler the caller passes is never updated.
         Invalid(
             """
@@ -477,10 +503,19 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         statement = self.context.analysis.tree.statement_of(node)
         if statement is None:
             return
+        optimizer = self.context.module.code_for_node(node.func.value)  # type: ignore[attr-defined]
         for backward, scaler in scalers.scaled_backwards:
             if self.context.analysis.tree.scope_of(backward) is not scope:
                 continue
-            if any(c.method == "step" and c.scaler == scaler for c in scalers.in_scope(scope)):
+            stepped = [c for c in scalers.in_scope(scope) if c.method == "step" and c.scaler == scaler]
+            if stepped and (
+                any(c.optimizer is None or c.optimizer == optimizer for c in stepped)
+                or not self._beside(statement, backward)
+            ):
+                # The scaler steps this optimizer, or steps another one where this step may be
+                # the other branch's; only a bare step beside the backward, in the same
+                # straight-line block, is certain (cs336's `scaler.step(adamw_opt)` then
+                # `muon_opt.step()`; round BL).
                 continue
             if (
                 scaler in scalers.constructed_names
@@ -499,7 +534,6 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 for step in path
             ):
                 continue
-            optimizer = self.context.module.code_for_node(node.func.value)  # type: ignore[attr-defined]
             self.report(
                 node,
                 f"`{optimizer}.step()` after `{scaler}.scale(loss).backward()` steps on scaled gradients; "
@@ -507,6 +541,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 fix=self._scaled_step_fix(node, statement, scaler),
             )
             return
+
+    def _beside(self, statement: cst.CSTNode, backward: cst.CSTNode) -> bool:
+        """Is ``statement`` a later statement of the very block that holds ``backward``?"""
+        tree = self.context.analysis.tree
+        backward_statement = tree.statement_of(backward)
+        located = tree.statement_list(backward_statement) if backward_statement is not None else None
+        if located is None:
+            return False
+        siblings, index = located
+        return any(later is statement for later in siblings[index + 1 :])
 
     def _scaled_step_fix(self, node: cst.Call, statement: cst.BaseStatement, scaler: str) -> Fix | None:
         """``opt.step()`` → ``scaler.step(opt)`` (the optimizer's text kept as written), and

@@ -74,6 +74,10 @@ def run(model, x, y, optimizer, dtype):
         ("train.py", True),
         ("benchmarking_utils/train.py", True),
         ("workbench.py", True),
+        # physicsnemo's performance scripts and profiling tutorial (round BL).
+        ("examples/vit/utils/measure_perf.py", False),
+        ("docs/test_scripts/profiling/optimized_code_2/workload.py", False),
+        ("perfect_model.py", True),
     ],
 )
 def test_a_benchmark_module_times_float16_steps_without_a_scaler(path: str, reported: bool) -> None:

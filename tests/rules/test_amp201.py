@@ -91,7 +91,8 @@ def test_torch_the_cuda_state_calls_raise_without_cuda(torch) -> None:  # type: 
         pytest.skip("needs a machine without CUDA")
     for qualified in sorted(CUDA_STATE_CALLS):
         function = getattr(torch.cuda, qualified.rsplit(".", 1)[1])
-        with pytest.raises((AssertionError, RuntimeError)):
+        # A CPU-only build lacks the binding (AttributeError); a CUDA build without a GPU raises.
+        with pytest.raises((AssertionError, RuntimeError, AttributeError)):
             arguments = {"get_device_properties": (0,), "set_per_process_memory_fraction": (0.5, 0)}
             function(*arguments.get(qualified.rsplit(".", 1)[1], ()))
 
@@ -678,6 +679,9 @@ def train(model, x):
         # LDM.py (round BF): `torch.cuda.get_device_name()` at import raises without CUDA.
         ("print(torch.cuda.get_device_name())", "", False),
         ("torch.cuda.set_device(0)", "", False),
+        # physicsnemo's DoMINO trainer (round BL): NVIDIA's management library needs the driver.
+        ("from pynvml import nvmlInit\nnvmlInit()", "", False),
+        ("from pynvml import nvmlInit\nif torch.cuda.is_available():\n    nvmlInit()", "", True),
         # Under a condition, or after the function, it does not make the function CUDA-only.
         ("if torch.cuda.is_available():\n    print(torch.cuda.get_device_name())", "", True),
         ("", "print(torch.cuda.get_device_name())\n", True),
@@ -1079,10 +1083,10 @@ def test_a_project_call_given_a_cuda_device_type_requires_cuda(device_type: str,
 HANDED_SCALER = """\
 import torch
 
-def train_one_epoch(model, data, optimizer, scaler, device):
+def train_one_epoch(model, data, optimizer, scaler{device_parameter}):
     for x, y in data:
         with torch.amp.autocast({autocast_device}):
-            loss = model(x.to(device), y.to(device))
+            loss = model(x, y)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
@@ -1091,23 +1095,25 @@ def main(model, data):
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     optimizer = torch.optim.AdamW(model.to(device).parameters())
     scaler = torch.amp.GradScaler("cuda")
-    train_one_epoch(model, data, optimizer, scaler, device)
+    train_one_epoch(model, data, optimizer, scaler)
 """
 
 
 @pytest.mark.parametrize(
-    ("autocast_device", "rows"),
+    ("autocast_device", "device_parameter", "rows"),
     [
         # nlp-anderson (round BK): the scaler (row 14) is handed to a function whose autocast
-        # is CUDA's alone, so float16 never runs elsewhere and a CUDA scaler is all it needs;
-        # the autocast itself is the finding.
-        ('"cuda"', [5]),
+        # is CUDA's alone and not reported (no device variable there): both are CUDA-only.
+        ('"cuda"', "", []),
+        # The autocast is reported (its function has a device): its fix would leave the
+        # CUDA scaler behind, so the scaler is reported too.
+        ('"cuda"', ", device=None", [5, 14]),
         # The autocast follows the device: off CUDA it may run float16 that the scaler leaves unscaled.
-        ("device.type", [14]),
+        ("device.type", ", device=None", [14]),
     ],
 )
-def test_a_scaler_handed_to_cuda_only_autocasts(autocast_device: str, rows: list[int]) -> None:
-    source = HANDED_SCALER.format(autocast_device=autocast_device)
+def test_a_scaler_handed_to_cuda_only_autocasts(autocast_device: str, device_parameter: str, rows: list[int]) -> None:
+    source = HANDED_SCALER.format(autocast_device=autocast_device, device_parameter=device_parameter)
     found = [d.location.row for d in check_source(source, "train.py", select=["AMP201"])]
     assert found == rows, found
 
@@ -1151,3 +1157,56 @@ def test_a_float16_flag_on_a_device_handed_in_as_cuda_or_cpu(enabled: str, devic
         source = source.replace("use_fp16=False)", "use_fp16=False, use_bf16=False)")
     codes = [d.code for d in check_source(source, "evaluate.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+CONFIGURED = """\
+import torch
+import yaml
+from omegaconf import DictConfig
+
+def main(path, model, loader):
+    with open(path) as file:
+        cfg = {loaded}
+    model = model.to(cfg.device)
+    for images, labels in loader:
+        with torch.autocast(device_type="cuda"):
+            loss = model(images.to(cfg.device)).mean()
+        loss.backward()
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("loaded", "extra", "reported"),
+    [
+        # learn-new-things (round BL): the device comes from a config file the script reads,
+        # and the script never chooses another device itself.
+        ("DictConfig(yaml.safe_load(file))", "", False),
+        ("yaml.safe_load(file)", "", False),
+        # The file also picks the CPU somewhere: the device is a choice it makes.
+        ("DictConfig(yaml.safe_load(file))", "    cpu = torch.device('cpu')\n", True),
+        # Not read from a file: the script's own object.
+        ("make_config(file)", "", True),
+    ],
+)
+def test_a_device_from_a_config_file_arrives_from_outside(loaded: str, extra: str, reported: bool) -> None:
+    source = CONFIGURED.format(loaded=loaded, extra=extra)
+    codes = [d.code for d in check_source(source, "train.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
+
+
+def test_a_member_scaler_serving_unreported_cuda_autocasts_is_cuda_only_too() -> None:
+    # physicsnemo's crash trainer (round BL): the scaler in `__init__` beside a device
+    # chosen at run time, the CUDA autocast in `forward`, which reads no device itself.
+    source = (
+        "import torch\nfrom torch.amp import GradScaler, autocast\n\n\nclass Trainer:\n"
+        "    def __init__(self, cfg, model):\n"
+        "        device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "        self.model = model.to(device)\n"
+        "        self.scaler = GradScaler('cuda', enabled=cfg.amp)\n\n"
+        "    def forward(self, sample):\n        with autocast(device_type='cuda', enabled=True):\n"
+        "            return self.model(sample)\n"
+    )
+    assert [d.code for d in check_source(source, "train.py", select=["AMP201"])] == []
+    # The autocast follows the device instead: off CUDA it may run float16 unscaled.
+    moved = source.replace("with autocast(device_type='cuda',", "with autocast(device_type=self.model.device.type,")
+    assert [d.location.row for d in check_source(moved, "train.py", select=["AMP201"])] == [9]
