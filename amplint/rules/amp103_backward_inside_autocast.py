@@ -84,7 +84,10 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     without a fix, because moving it would reorder code; so is one whose statement also
     computes what it backpropagates (`(model(x).logits * 0).sum().backward()`, AQLM's FSDP
     warm-up), because moving it would take that computation out of autocast too (this
-    page's decision, from round AJ: RULES.md offers the dedent for any trailing backward).
+    page's decision, from round AJ: RULES.md offers the dedent for any trailing backward);
+    arithmetic of an already computed tensor with a value (`scaler.scale(loss /
+    accum).backward()`) is not such a computation, since autocast casts none of `+`, `-`,
+    `*` or `tensor / value`, and is moved (miles-credit, round BL).
     """
 
     # A backward here or one reached in another file counts only inside an autocast
@@ -155,6 +158,19 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         """,
     )
     INVALID = (
+        # miles-credit (round BL): the backward divides the loss by the accumulation count,
+        # arithmetic autocast does not touch, so the statement moves out unchanged.
+        Invalid(
+            """
+              import torch
+              def step(model, x, scaler, accum):
+                  with torch.autocast("cuda"):
+                      loss = model(x).sum()
+            -         scaler.scale(loss / accum).backward()
+            +     scaler.scale(loss / accum).backward()
+            """,
+            line=5, column=9, message="Backward pass inside an autocast block",
+        ),
         # DSVT's trainer: the autocast is the context only under `if fp16:`, so only the
         # scaled backward of that branch runs under it.
         Invalid(
@@ -426,6 +442,16 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
             return all(
                 not isinstance(element, cst.StarredElement) and self._computed_already(element.value) for element in expr.elements
             )
+        # `loss / grad_accum_every`, `loss * weight`: a tensor's elementwise arithmetic with a
+        # value is no op autocast casts (its lists hold `pow` and `__rtruediv__`, not these),
+        # so it means the same outside the block (miles-credit's trainers, round BL).
+        if (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide))
+            and isinstance(expr.left, (cst.Name, cst.Attribute, cst.Subscript))
+            and isinstance(expr.right, (cst.Name, cst.Attribute, cst.Integer, cst.Float))
+        ):
+            return self._computed_already(expr.left) and (isinstance(expr.right, cst.Float) or self._computed_already(expr.right))
         # Loss scaling multiplies by the scale in float32 whether autocast is on or not.
         return (
             isinstance(expr, cst.Call)

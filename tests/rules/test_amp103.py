@@ -90,3 +90,20 @@ def train(model, x, opt):
 def test_a_backward_inside_a_float32_autocast_is_not_reported(dtype: str, reported: bool) -> None:
     codes = [d.code for d in check_source(FLOAT32_BLOCK.format(dtype=dtype), "train.py", select=["AMP103"])]
     assert codes == (["AMP103"] if reported else [])
+
+
+def test_torch_elementwise_arithmetic_means_the_same_outside_autocast(torch) -> None:  # type: ignore[no-untyped-def]
+    # The fix moves `scaler.scale(loss / accum).backward()` out of the block: the division
+    # must give the same dtype and values with autocast on as off (CPU autocast here).
+    import operator
+
+    for dtype in (torch.float32, torch.bfloat16):
+        loss = torch.tensor([3.0, 5.0], dtype=dtype, requires_grad=True)
+        other = torch.tensor([2.0, 4.0], dtype=dtype)
+        for operation in (operator.truediv, operator.mul, operator.add, operator.sub):
+            for value in (4, 0.5, other):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    inside = operation(loss, value)
+                outside = operation(loss, value)
+                assert inside.dtype == outside.dtype == dtype
+                assert torch.equal(inside, outside)
