@@ -35,6 +35,7 @@ from amplint.analysis.syntax import (
     is_none,
     last_name,
     match_arguments,
+    operands,
     root_name,
     string_literal,
 )
@@ -97,6 +98,7 @@ CUDA_STATE_CALLS = frozenset(
 # NVIDIA's management library: it fails without an NVIDIA driver (physicsnemo's DoMINO
 # trainer calls `nvmlInit()` at import; round BL).
 NVML_CALLS = frozenset({"pynvml.nvmlInit", "pynvml.nvmlDeviceGetHandleByIndex", "nvidia_smi.nvmlInit"})
+_RAISE_WITHOUT_CUDA = CUDA_STATE_CALLS | NVML_CALLS
 INIT_DEVICE_MESH = frozenset({"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"})
 AMP_CALLABLES = AUTOCASTS | GRAD_SCALERS | MODERN_CUSTOM_AUTOGRAD
 # An availability test that may choose another device (device_count() often just counts GPUs).
@@ -122,8 +124,10 @@ class DeviceVariable:
 def _needs_gpus(test: cst.BaseExpression) -> bool:
     """Does ``test`` hold only with at least one GPU: a number of GPUs above zero
     (``len(args.gpu_ids) > 1``, ``args.n_gpu >= 1``), possibly one ``and``-part of it?"""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _needs_gpus(test.left) or _needs_gpus(test.right)
+    return any(_is_gpu_count_above_zero(part) for part in operands(test, cst.And))
+
+
+def _is_gpu_count_above_zero(test: cst.BaseExpression) -> bool:
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     count, target = test.left, test.comparisons[0]
@@ -1173,7 +1177,7 @@ class DeviceAnalysis:
             return False
         owner, method = found
         module = self.source.module
-        parts = {module.code_for_node(part) for part in _conjuncts(guard.test)}
+        parts = {module.code_for_node(part) for part in operands(guard.test, cst.And)}
         for call in self.tree.index.calls:
             other = self.classes.method_of(call)
             if other is None or other[0] is not owner or other[1] is method or not self.call_requires_cuda(call):
@@ -1196,7 +1200,7 @@ class DeviceAnalysis:
         qualified = self.names.resolve(call.func)
         if qualified == "torch.cuda.set_device":
             return True
-        if qualified in CUDA_STATE_CALLS | NVML_CALLS and not self.in_device_condition(call):
+        if qualified in _RAISE_WITHOUT_CUDA and not self.in_device_condition(call):
             return True  # `torch.cuda.synchronize()` raises without CUDA (ConvNeXt-V2's loops)
         if (
             qualified == "torch.cuda.device"
@@ -1683,8 +1687,3 @@ class _Measures(ReadOnlyVisitor):
         return False
 
 
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The parts of an ``and`` chain (the test itself when it is none)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]

@@ -34,6 +34,14 @@ def last_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+def operands(test: cst.BaseExpression, operator: type[cst.BaseBooleanOp]) -> list[cst.BaseExpression]:
+    """The parts of an ``and`` (``cst.And``) or ``or`` (``cst.Or``) chain, in order; the
+    test itself when it is no such chain."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, operator):
+        return [*operands(test.left, operator), *operands(test.right, operator)]
+    return [test]
+
+
 def caught(handler: cst.ExceptHandler) -> list[cst.BaseExpression] | None:
     """The exception expressions an ``except`` clause names (``except (A, b.C):`` → ``A``,
     ``b.C``); None for a bare ``except:``."""

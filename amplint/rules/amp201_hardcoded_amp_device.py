@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.analysis.autocast import AutocastUse
+from amplint.analysis.autocast import AutocastBlock, AutocastUse
 from amplint.analysis.syntax import (
     bool_value,
     call_arguments,
@@ -1974,29 +1974,33 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             # passes it to `train_one_epoch`, round BK): when every autocast of the file is
             # CUDA's alone, float16 never runs elsewhere and loss scaling has nothing to do there.
             everywhere = [block for block in self.context.analysis.autocast.blocks if not block.disabled]
-            return bool(everywhere) and all(
-                self._cuda_only_literal(block.use) and not devices.has_variable(block.statement) for block in everywhere
-            )
+            return bool(everywhere) and all(self._unreported_cuda_block(block) for block in everywhere)
         return all(
             (block.use.float16_only_on_cuda and block.use.device_types is not None and block.use.device_types - {"cuda"})
             or self._autocast_devices(block.use) == frozenset({"cuda"})
             # The autocast it serves is CUDA's alone (physicsnemo's crash trainer: the scaler
             # in `__init__`, `autocast(device_type="cuda")` in `forward`; round BL): float16
             # never runs elsewhere, so a CUDA scaler is all it needs.
-            or (self._cuda_only_literal(block.use) and not devices.has_variable(block.statement))
+            or self._unreported_cuda_block(block)
             # Opened only under a device test (TradingBOT's `if self.device.type == 'cuda':
             # with autocast('cuda'):`, round BH): the scaler meets float16 only on CUDA.
             or devices.in_device_condition(block.statement)
             for block in blocks
         )
 
-    @staticmethod
-    def _cuda_only_literal(use: AutocastUse) -> bool:
-        """Is this autocast CUDA's alone, whatever the device: `autocast("cuda")` itself,
-        not chosen by a conditional, not a library's `.autocast()`? Where its own scope has
-        no device variable it is not reported either, and the scaler it pairs with is as
-        CUDA-only as it is; where it is reported, its fix would leave the scaler behind."""
-        return use.device_types == frozenset({"cuda"}) and use.conditional is None and not use.method and not use.alternatives
+    def _unreported_cuda_block(self, block: AutocastBlock) -> bool:
+        """Is this autocast CUDA's alone, whatever the device (`autocast("cuda")` itself, not
+        chosen by a conditional, not a library's `.autocast()`), in a scope with no device
+        variable, so not reported either? The scaler it pairs with is then as CUDA-only as
+        it is; where it is reported, its fix would leave the scaler behind."""
+        use = block.use
+        return (
+            use.device_types == frozenset({"cuda"})
+            and use.conditional is None
+            and not use.method
+            and not use.alternatives
+            and not self.context.analysis.devices.has_variable(block.statement)
+        )
 
     def _autocast_devices(self, use: AutocastUse) -> frozenset[str] | None:
         """The device types the autocast may run on, when its conditional hands some of its

@@ -4,8 +4,8 @@ import re
 
 import libcst as cst
 
+from amplint.analysis.syntax import operands
 from amplint.diagnostics import Applicability
-from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.calls import source_of
 from amplint.rules.base import AnalysisRule, Invalid
 
@@ -19,25 +19,6 @@ CLIP_FUNCTIONS = frozenset(
 # A test that separates the scaled branch from an unscaled one: off it nothing is scaled.
 _AMP_TEST = re.compile(r"scaler|amp|fp16|bf16|float16|half|mixed|precision", re.IGNORECASE)
 
-
-def _or_parts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return [*_or_parts(test.left), *_or_parts(test.right)]
-    return [test]
-
-
-def _unscales(branch: cst.CSTNode) -> bool:
-    """Does this branch call some ``.unscale_(...)``?"""
-    found = False
-
-    class _Visitor(ReadOnlyVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            nonlocal found
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "unscale_":
-                found = True
-
-    branch.visit(_Visitor())
-    return found
 
 class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale", summary="Gradient clipping on still-scaled gradients", fix=Applicability.SAFE):
     """## What it does
@@ -409,13 +390,21 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 _AMP_TEST.search(code(test))
                 # `if world_size > 1 or clip > 0: unscale_` before `if clip > 0: clip(...)`
                 # (physicsnemo's AeroJEPA trainer): it holds wherever the clip's test does.
-                or any(code(part) in around_clip for part in _or_parts(test))
+                or any(code(part) in around_clip for part in operands(test, cst.Or))
                 # Both branches unscale (videomae's scaler: one optimizer or a list of them).
-                or (ancestor.orelse is not None and _unscales(ancestor.orelse))
+                or (ancestor.orelse is not None and self._unscales(ancestor.orelse))
             ):
                 continue
             return False
         return True
+
+    def _unscales(self, branch: cst.CSTNode) -> bool:
+        """Does this branch call some ``.unscale_(...)``?"""
+        tree = self.context.analysis.tree
+        return any(
+            isinstance(call.func, cst.Attribute) and call.func.attr.value == "unscale_" and tree.within(call, branch)
+            for call in tree.index.calls
+        )
 
     def _steps_whenever_clipped(self, step: cst.Call, clip: cst.Call) -> bool:
         """Does every clip reach the step: is the step's statement in a block that holds the

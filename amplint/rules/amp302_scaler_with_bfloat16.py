@@ -15,6 +15,7 @@ from amplint.analysis.syntax import (
     loaded_names,
     match_arguments,
     mentions,
+    operands,
     string_literal,
 )
 from amplint.analysis.torch_api import positional_order
@@ -609,7 +610,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             # ... or through the flag it reads (micror1: `grad_scaling_enabled = (dtype == 'float16')`),
             # also as one `and`-part (BirdCLEF: `bool(cfg["amp"]) and ... and use_grad_scaler`; round BK).
             or any(
-                isinstance(part, (cst.Name, cst.Attribute)) and self._names_float16(part) for part in _and_parts(enabled)
+                isinstance(part, (cst.Name, cst.Attribute)) and self._names_float16(part) for part in operands(enabled, cst.And)
             )
         ):
             return
@@ -960,13 +961,6 @@ def _excludes_bfloat16(enabled: cst.BaseExpression) -> bool:
 
     enabled.visit(_Visitor())
     return found
-
-
-def _and_parts(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The operands of an ``and`` chain (the expression itself when it is none)."""
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return [*_and_parts(expr.left), *_and_parts(expr.right)]
-    return [expr]
 
 
 def _names_float16(test: cst.BaseExpression) -> bool:

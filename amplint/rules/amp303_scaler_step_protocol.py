@@ -507,10 +507,16 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
         for backward, scaler in scalers.scaled_backwards:
             if self.context.analysis.tree.scope_of(backward) is not scope:
                 continue
+            backward_statement = self.context.analysis.tree.statement_of(backward)
+            located = self.context.analysis.tree.statement_list(backward_statement) if backward_statement else None
+            if located is None:
+                continue
+            siblings, index = located
+            later = siblings[index + 1 :]
             stepped = [c for c in scalers.in_scope(scope) if c.method == "step" and c.scaler == scaler]
             if stepped and (
                 any(c.optimizer is None or c.optimizer == optimizer for c in stepped)
-                or not self._beside(statement, backward)
+                or not any(sibling is statement for sibling in later)
             ):
                 # The scaler steps this optimizer, or steps another one where this step may be
                 # the other branch's; only a bare step beside the backward, in the same
@@ -523,12 +529,7 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 and not any(c.scaler == scaler and c.method in ("step", "update", "unscale_") for c in scalers.calls)
             ):
                 continue  # a constant loss multiplier, on purpose: no autocast, no step or update (nerfacc)
-            backward_statement = self.context.analysis.tree.statement_of(backward)
-            located = self.context.analysis.tree.statement_list(backward_statement) if backward_statement else None
-            if located is None:
-                continue
-            siblings, index = located
-            path = self._path_within(statement, siblings[index + 1 :])
+            path = self._path_within(statement, later)
             if path is None or any(
                 isinstance(step, (cst.If, cst.While)) and AMP_FLAG.search(self.context.module.code_for_node(step.test))
                 for step in path
@@ -541,16 +542,6 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
                 fix=self._scaled_step_fix(node, statement, scaler),
             )
             return
-
-    def _beside(self, statement: cst.CSTNode, backward: cst.CSTNode) -> bool:
-        """Is ``statement`` a later statement of the very block that holds ``backward``?"""
-        tree = self.context.analysis.tree
-        backward_statement = tree.statement_of(backward)
-        located = tree.statement_list(backward_statement) if backward_statement is not None else None
-        if located is None:
-            return False
-        siblings, index = located
-        return any(later is statement for later in siblings[index + 1 :])
 
     def _scaled_step_fix(self, node: cst.Call, statement: cst.BaseStatement, scaler: str) -> Fix | None:
         """``opt.step()`` → ``scaler.step(opt)`` (the optimizer's text kept as written), and
