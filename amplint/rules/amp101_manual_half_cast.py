@@ -72,7 +72,7 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     values passed to `torch.save`; autocast-disabled regions; test modules (`test_*.py`,
     `*_test.py`, files under a `tests/` or `test/` directory) and `unittest.TestCase`
     classes, which cast on purpose; benchmark modules (`bench.py`, `benchmark_*.py`,
-    `*_bench.py`, files under `benchmarks/`), which time the precision they are told to
+    `*_bench.py`, `*_perf.py`, files under `benchmarks/` or `profiling/`), which time the precision they are told to
     (superbenchmark's FP8 mode casts the model to float16 for Transformer Engine; amplint's
     decision, round BF); files of a copy of NVIDIA apex the project keeps
     (`apex/apex/...`, `apex/contrib/...`: VALOR's vendored apex, whose kernel tests and

@@ -61,7 +61,8 @@ class Fp16WithoutScaler(AnalysisRule, code="AMP105", name="fp16-without-scaler",
     `profiling/`: physicsnemo's `measure_perf.py`, round BL), even where an
     optimizer steps: nanoGPT's `bench.py` and xformers' `benchmark_encoder.py` time
     training steps on random data, whose convergence nobody reads, and a scaler would
-    change the work being timed (rounds BB and BC).
+    change the work being timed (rounds BB and BC; RULES.md names no benchmark case, so
+    this is amplint's decision).
 
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the

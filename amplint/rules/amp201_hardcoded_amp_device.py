@@ -124,7 +124,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     bound only after the autocast, with no loop around both (UniRig's `device =
     bones_b.device` in a loop that follows the block, round BH), nor `x.device` of a tensor
     `x` bound only inside the block or after it (STORM's `flattened_sample.device`,
-    TeaCache's module-level `frames.device`; round BJ). A `device` bound only
+    TeaCache's module-level `frames.device`; round BJ; this page's extension). A `device` bound only
     to CUDA (`device = torch.device("cuda")`, `torch.device(0)`, a GPU index `device = 0`, `f"cuda:{rank}"`, `"cuda:{}".format(rank)`, `"cuda:%d" % rank`, a
     conditional of such values, or a name bound only to them) marks CUDA-only code, unless the file treats
     that binding as variable: it tests it (`device.type == "cuda"`, `"cuda" in device`,
@@ -218,7 +218,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (d) is silent where switching to gloo would not make the code run anywhere new: when
     the same function already requires CUDA (`torch.cuda.set_device(...)`, a `.cuda()`
     call, `device_id=` a CUDA device, `init_device_mesh("cuda", ...)`, a project call given
-    `device_type="cuda"` (dllm-distillation's `init_parallel_state(...)`, round BJ), a
+    `device_type="cuda"` (dllm-distillation's `init_parallel_state(...)`, round BJ; this
+    page's extension), a
     `DistributedDataParallel` given `device_ids=`, before or after the call), when the
     block that runs the call also binds a device variable or attribute to a CUDA device (VideoTuna's
     sequence-parallel branch sets `device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}")`
@@ -291,7 +292,8 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `autocast("cuda")` in a scope with no device variable, so not reported itself (the
     blocks of its function or class, or, for a scaler handed to other functions, every block
     of the file: nlp-anderson, round BK; physicsnemo's crash trainer, round BL; where the
-    CUDA autocast is reported, its fix would leave the scaler behind, so both are); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
+    CUDA autocast is reported, its fix would leave the scaler behind, so both are; this
+    page's decision); a `device` bound only to CUDA itself (`device = torch.device("cuda")`);
     functions skipped where CUDA is missing (`@pytest.mark.skipif(not
     torch.cuda.is_available(), ...)`, or `@unittest.skipUnless(torch.cuda.is_available(),
     ...)` on the function or its test class); code with no device variable (it really is

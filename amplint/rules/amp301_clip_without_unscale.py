@@ -30,7 +30,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     clip, or under an `if` that tests the scaler or an AMP flag, or the same test as an
     `if` around the clip (also as one part of an `or`), or under an `if` whose `else`
     unscales too; PIA's `unscale_` under `if (step + 1) % accum == 0:` before a clip
-    on every micro-step does not (round BL).
+    on every micro-step does not (round BL). That is amplint's reading of RULES.md's "on
+    that path"; the AMP-flag, `or` and both-branches cases are its decisions, since the
+    catalog does not say which conditions an `unscale_` may sit under.
 
     Not flagged: `accelerator.clip_grad_norm_`, timm's `dispatch_clip_grad`, and other
     wrappers (they unscale, or are not torch's function); project functions that happen

@@ -27,7 +27,9 @@ class ScalerStepProtocol(AnalysisRule, code="AMP303", name="scaler-step-protocol
     - `optimizer.step()` in the block of a scaled backward (or a block nested under it)
       in a function that never calls `scaler.step(...)`, or later in the very block of the
       backward when the function's `scaler.step(...)` calls step other optimizers (cs336
-      steps AdamW through the scaler and Muon bare; round BL), so the optimizer steps on
+      steps AdamW through the scaler and Muon bare; round BL; RULES.md fires on any such
+      step, amplint only on this certain case where another `scaler.step` is there: a
+      decision stricter than the catalog), so the optimizer steps on
       scaled gradients (not for a GradScaler the file builds, in a file that opens no
       autocast block and never steps, updates or unscales it: there it is a constant
       loss multiplier chosen on purpose, nerfacc's `GradScaler(2**10)` "not unscaled
