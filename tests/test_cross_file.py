@@ -737,3 +737,40 @@ def test_a_class_whose_constructor_builds_a_cuda_only_object_from_another_file(t
     assert _check(cuda, "eval.py", "AMP201") == []
     plain = _project(tmp_path / "plain", {**files, "eval.py": adapter.format(monitor="")})
     assert [(code, row) for code, row, _ in _check(plain, "eval.py", "AMP201")] == [("AMP201", 11)]
+
+
+PIPELINE_BASE = (
+    "import torch\n\n"
+    "class InferencePipeline:\n"
+    "    def __init__(self, device='cuda'):\n"
+    "        self.device = torch.device(device)\n"
+    "        print(torch.cuda.current_device())\n"
+)
+POINTMAP_PIPELINE = (
+    "import torch\nfrom pipeline import InferencePipeline\n\n"
+    "def camera(device='cpu'):\n    return torch.eye(3, device=device)\n\n"
+    "class PointMapPipeline(InferencePipeline):\n"
+    "    def __init__(self, *args, depth_model, **kwargs):\n"
+    "        self.depth_model = depth_model\n"
+    "{super_call}"
+    "    def run(self, x):\n"
+    "        with torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n"
+    "            return self.depth_model(x.to(self.device))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("super_call", "reported"),
+    [
+        # sam-3d-objects (round BM): the subclass's constructor runs its base's, in another
+        # file, which asks torch.cuda for the current device: no instance exists without CUDA.
+        ("        super().__init__(*args, **kwargs)\n", False),
+        # A constructor that never runs the base's proves nothing about CUDA.
+        ("        self.device = kwargs['device']\n", True),
+    ],
+)
+def test_a_subclass_whose_constructor_runs_a_base_constructor_that_needs_cuda(
+    tmp_path: Path, super_call: str, reported: bool
+) -> None:
+    root = _project(tmp_path, {"pipeline.py": PIPELINE_BASE, "pointmap.py": POINTMAP_PIPELINE.format(super_call=super_call)})
+    assert [code for code, _row, _message in _check(root, "pointmap.py", "AMP201")] == (["AMP201"] if reported else [])

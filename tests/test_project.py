@@ -491,6 +491,12 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"README.md": "```\nFROM nvcr.io/nvidian/pytorch:20.03-py3\n```\n"}, (1, 4)),
         ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:21.11-py3\nRUN pip install h5py\n"}, (1, 9)),
         ({"Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"}, (1, 13)),
+        # The same image from a registry or a mirror of it (ModelGenerator's structure
+        # prediction, round BM); other vendors' images named `pytorch` are not PyTorch's.
+        ({"Dockerfile": "FROM ai4s-cn-beijing.cr.volces.com/pytorch-mirror/pytorch:2.3.1-cuda12.1-cudnn8-devel\n"}, (2, 3)),
+        ({"Dockerfile": "FROM docker.io/pytorch/pytorch:2.2.0-cuda12.1-cudnn8-runtime\n"}, (2, 2)),
+        ({"Dockerfile": "FROM rocm/pytorch:rocm6.0_ubuntu22.04_py3.10_pytorch_2.1.1\n"}, None),
+        ({"Dockerfile": "FROM bitnami/pytorch:2.1.0\n"}, None),
         ({"Dockerfile.train": "FROM ubuntu:22.04\nRUN pip install torch==2.0.1\n"}, (2, 0)),
         # A build that installs its own torch replaces the image's (dllm-distillation, round BJ).
         ({"docker/Dockerfile": "FROM nvcr.io/nvidia/pytorch:24.08-py3\nRUN pip install -U torch==2.5.1 flash-attn\n"}, (2, 5)),

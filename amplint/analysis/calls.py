@@ -72,6 +72,12 @@ class CallTargets:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             own = self.classes.instance_attribute(func.value) if isinstance(func.value, cst.Attribute) else None
+            if self._is_super(func.value):
+                # `super().__init__(...)`: the base class's method (sam-3d-objects' pipeline
+                # subclass, whose base's constructor needs CUDA; round BM).
+                found = self.classes.method_of(func)
+                base = self.bases.get(found[0].name.value) if found is not None and isinstance(self.tree.parent(found[0]), cst.Module) else None
+                return member_spec(base, method) if base is not None else None
             if isinstance(func.value, cst.Name) and self._is_self(func.value):
                 # The class's own method, or (found through ``bases``) an inherited one.
                 found = self.classes.method_of(func)
@@ -88,6 +94,15 @@ class CallTargets:
                     return self._class_spec(built, method)
             return self._qualified_spec(self.names.resolve(func))
         return None
+
+    @staticmethod
+    def _is_super(value: cst.BaseExpression) -> bool:
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "super"
+            and (not value.args or len(value.args) == 2)
+        )
 
     def _is_self(self, name: cst.Name) -> bool:
         found = self.classes.method_of(name)

@@ -48,7 +48,13 @@ from amplint.analysis.torch_api import (
     MODERN_CUSTOM_AUTOGRAD,
 )
 from amplint.analysis.tree import ScopeNode, Tree, if_chain
-from amplint.analysis.values import Values, is_chosen_by_caller, is_cuda_value
+from amplint.analysis.values import (
+    Values,
+    is_chosen_by_caller,
+    is_cuda_binding,
+    is_cuda_value,
+    is_parameters_device,
+)
 from amplint.engine.context import SourceContext
 from amplint.engine.walk import ReadOnlyVisitor
 
@@ -548,7 +554,8 @@ class DeviceAnalysis:
         if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value is None:
             return False
         if isinstance(statement, cst.Assign) and not all(isinstance(t.target, cst.Name) for t in statement.targets):
-            return False
+            # `local_rank, device = setup_ddp()`, whose returns give this name CUDA.
+            return is_cuda_binding(self.names, self.bindings, binding)
         if isinstance(statement.value, cst.Integer):
             return True  # `device = 0  # the GPU you want to use`: an index alone names a CUDA device (eomt)
         key = _string_key(statement.value)
@@ -589,10 +596,14 @@ class DeviceAnalysis:
         if variable.kind == "parameter":
             return self._of_uncalled_function(variable.expr)
         if variable.kind == "name":
-            # A read of the parameter in the function's body.
+            # A read of the parameter in the function's body, or the device of a model's own
+            # parameters (`device = next(model.parameters()).device`: wherever the code that
+            # built the model put it; jetson-llm-train's trainers, round BM).
             bound = self.bindings.assignments(variable.expr)
             return bool(bound) and all(
-                isinstance(binding.node, cst.Param) and self._of_uncalled_function(binding.node) for binding in bound
+                (isinstance(binding.node, cst.Param) and self._of_uncalled_function(binding.node))
+                or ((value := self.bindings.value_of_binding(binding)) is not None and is_parameters_device(value))
+                for binding in bound
             )
         if variable.kind == "attribute":
             # `cfg.device` of a config read from a file (`cfg = DictConfig(yaml.safe_load(f))`:
@@ -605,8 +616,10 @@ class DeviceAnalysis:
         if variable.kind != "self" or cls is None:
             return False
         if self.classes.members(cls, "device") or any(method.name.value == "device" for method in self.classes.methods(cls)):
-            values = self.classes.attribute_values(cls, "device")
-            return bool(values) and all(is_chosen_by_caller(self.names, self.bindings, value) for value in values or ())
+            # A `None` placeholder until the model is loaded (jetson-llm-train's trainer sets
+            # `self.device = None` in `__init__`; round BM) chooses nothing.
+            values = [value for value in self.classes.attribute_values(cls, "device") or () if not is_none(value)]
+            return bool(values) and all(is_chosen_by_caller(self.names, self.bindings, value) for value in values)
         found = self.member_values.inherited_member(variable.expr) if self.member_values is not None else None
         entry = found[2] if found is not None else None
         return isinstance(entry, dict) and entry.get("chosen_by_caller") is True
@@ -1349,7 +1362,10 @@ class DeviceAnalysis:
 
     def _spawned_per_cuda_device(self, function: cst.FunctionDef) -> bool:
         """``torch.multiprocessing.spawn(main_worker, nprocs=torch.cuda.device_count())``:
-        one process per CUDA device runs the function (EasyOCR's trainers)."""
+        one process per CUDA device runs the function (EasyOCR's trainers); or a spawn under
+        a CUDA test (mini-llm's ``if torch.cuda.is_available(): spawn(distributed_training,
+        ..., nprocs=args.num_gpus)``, round BM). Every spawn of it must be one of these."""
+        spawns = []
         for call in self.tree.index.calls:
             if self.names.resolve(call.func) not in SPAWNS or not call.args:
                 continue
@@ -1357,9 +1373,8 @@ class DeviceAnalysis:
             if not (call.args[0].keyword is None and isinstance(target, cst.Name) and target.value == function.name.value):
                 continue
             nprocs = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "nprocs"), None)
-            if nprocs is not None and self._counts_cuda_devices(nprocs):
-                return True
-        return False
+            spawns.append((nprocs is not None and self._counts_cuda_devices(nprocs)) or self.in_device_condition(call))
+        return bool(spawns) and all(spawns)
 
     def _counts_cuda_devices(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -1448,6 +1463,8 @@ class DeviceAnalysis:
         )
 
     def _is_fallback(self, test: cst.Call) -> bool:
+        if self._guards_cuda_query(test):
+            return False
         statement = self.tree.statement_of(test)
         if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(small, cst.Assert) for small in statement.body):
             return False
@@ -1457,6 +1474,29 @@ class DeviceAnalysis:
                 return False
             return not (final is None and len(links) == 1 and _leaves(statement.body))
         return True
+
+    def _guards_cuda_query(self, test: cst.Call) -> bool:
+        """Does this availability test only make a question about the GPU safe to ask:
+        ``torch.cuda.is_available() and torch.cuda.get_device_properties(0).is_integrated``,
+        ``torch.cuda.get_device_properties(0).is_integrated if torch.cuda.is_available() else
+        False`` (jetson-llm-train, round BM)? The answer is a flag, not a device: no other
+        device is chosen there."""
+        parent = self.tree.parent(test)
+        if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.left is test:
+            return self._queries_cuda(parent.right)
+        if isinstance(parent, cst.IfExp) and parent.test is test:
+            return self._queries_cuda(parent.body) and isinstance(parent.orelse, (cst.Name, cst.Integer)) and dotted_name(parent.orelse) not in DEVICE_NAMES
+        return False
+
+    def _queries_cuda(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a question to ``torch.cuda`` (a call of one of its functions, or an
+        attribute or comparison of one)?"""
+        while isinstance(expr, (cst.Attribute, cst.Comparison)):
+            expr = expr.value if isinstance(expr, cst.Attribute) else expr.left
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.names.resolve(expr.func) or ""
+        return qualified.startswith("torch.cuda.") and qualified not in FALLBACK_TESTS
 
     def _only_measures(self, statement: cst.If) -> bool:
         """Does this availability test only decide what to log: its branches call no torch.cuda

@@ -319,11 +319,18 @@ class ProjectAnalysis:
 
     def uncalled_in_script(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in a module-level function that this script (a module with an ``if
-        __name__ == "__main__":`` block) never names again: a helper left over that does not
+        __name__ == "__main__":`` block, or a notebook) never names again: a helper left over that does not
         run when the script does (ViT-Lens's ``setup(rank, world_size)``, which nothing calls,
         beside the ``main`` that sets up the process group its own way)?"""
         function = self._module_function(node)
-        return function is not None and bool(self._main_blocks) and self.devices.name_counts[function.name.value] == 1
+        return function is not None and self._runs_top_to_bottom and self.devices.name_counts[function.name.value] == 1
+
+    @property
+    def _runs_top_to_bottom(self) -> bool:
+        """Is the module run as a whole, as a script (``if __name__ == "__main__":``) or a
+        notebook is (Paper-Replications' notebooks define a ``setup()`` that no cell calls;
+        round BM)? A library module's functions are called from elsewhere."""
+        return bool(self._main_blocks) or self.source.path.endswith(".ipynb")
 
     def called_only_by_cuda_main(self, node: cst.CSTNode) -> bool:
         """Is ``node`` in a module-level function that only the script's ``if __name__ ==

@@ -286,6 +286,98 @@ def is_cuda_literal_device(names: NameResolver, expr: cst.BaseExpression) -> boo
     return False
 
 
+def _binding_is_cuda(names: NameResolver, bindings: Bindings, binding: Any, depth: int) -> bool:
+    value = bindings.value_of_binding(binding)
+    if value is not None:
+        return _is_cuda_value(names, bindings, value, depth + 1)
+    returned = _unpacked_returns(bindings, binding)
+    return bool(returned) and all(_is_cuda_value(names, bindings, item, depth + 1) for item in returned or ())
+
+
+def is_cuda_binding(names: NameResolver, bindings: Bindings, binding: Any) -> bool:
+    """Does this binding of a name give it only CUDA devices, also through a tuple a
+    function of the file returns (``rank, device = setup_ddp()``)?"""
+    return _binding_is_cuda(names, bindings, binding, 0)
+
+
+def _unpacked_returns(bindings: Bindings, binding: Any) -> list[cst.BaseExpression] | None:
+    """For ``rank, device = setup()`` of a module-level function of this file whose every
+    ``return`` is a tuple of that length: the element each return gives this name (a DDP
+    set-up that returns ``torch.device(f"cuda:{local_rank}")``; round BM); else None."""
+    target = getattr(binding, "node", None)
+    tree = bindings.tree
+    element = tree.parent(target) if target is not None else None
+    targets = tree.parent(element) if isinstance(element, cst.Element) else None
+    assign_target = tree.parent(targets) if isinstance(targets, cst.Tuple) else None
+    statement = tree.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
+    if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(targets, cst.Tuple)):
+        return None
+    if any(isinstance(item, cst.StarredElement) for item in targets.elements):
+        return None
+    call = statement.value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+        return None
+    function = next(
+        (
+            item
+            for item in tree.source.module.body
+            if isinstance(item, cst.FunctionDef) and item.name.value == call.func.value
+        ),
+        None,
+    )
+    if function is None or sum(1 for item in tree.source.module.body if isinstance(item, (cst.FunctionDef, cst.ClassDef)) and item.name.value == call.func.value) != 1:
+        return None
+    index = targets.elements.index(cst.ensure_type(element, cst.Element))
+    returned: list[cst.BaseExpression] = []
+    for node in tree.index.returns:
+        if tree.scope_of(node) is not function:
+            continue
+        value = node.value
+        if not (isinstance(value, cst.Tuple) and len(value.elements) == len(targets.elements)):
+            return None
+        if any(isinstance(item, cst.StarredElement) for item in value.elements):
+            return None
+        returned.append(value.elements[index].value)
+    return returned or None
+
+
+def _class_constant(bindings: Bindings, attribute: cst.Attribute) -> cst.BaseExpression | None:
+    """The value the body of the module-level class ``attribute.value`` names gives the
+    attribute, when it gives it once and nothing in the file assigns ``Class.attr``."""
+    tree = bindings.tree
+    owner = cst.ensure_type(attribute.value, cst.Name).value
+    classes = [item for item in tree.source.module.body if isinstance(item, cst.ClassDef) and item.name.value == owner]
+    if len(classes) != 1:
+        return None
+    values: list[cst.BaseExpression] = []
+    for statement in classes[0].body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == attribute.attr.value for t in small.targets
+            ):
+                values.append(small.value)
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attribute.attr.value:
+                if small.value is None:
+                    return None
+                values.append(small.value)
+    if len(values) != 1:
+        return None
+    spelled = f"{owner}.{attribute.attr.value}"
+    for node in tree.parents:
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+        if any(dotted_name(target) == spelled for target in targets):
+            return None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
+            return None
+    return values[0]
+
+
 def is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression) -> bool:
     """A CUDA device literal, or a name bound only to such literals (``device =
     f"cuda:{rank}"`` on one branch, ``"cuda:0"`` on the other; then ``self.device =
@@ -313,11 +405,25 @@ def is_chosen_by_caller(names: NameResolver, bindings: Bindings, value: cst.Base
 
 
 def _is_own_parameters_device(value: cst.BaseExpression) -> bool:
+    owner = _parameters_owner(value)
+    while isinstance(owner, cst.Attribute):  # `next(self.llm.parameters())`: a submodule's
+        owner = owner.value
+    return isinstance(owner, cst.Name) and owner.value == "self"
+
+
+def is_parameters_device(value: cst.BaseExpression) -> bool:
+    """``next(model.parameters()).device`` (or ``buffers()``, also through ``iter(...)``):
+    the device of some module's own parameters."""
+    return _parameters_owner(value) is not None
+
+
+def _parameters_owner(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The module of ``next(<module>.parameters()).device``, or None."""
     if not (isinstance(value, cst.Attribute) and value.attr.value == "device"):
-        return False
+        return None
     call = value.value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
-        return False
+        return None
     inner = call.args[0].value
     if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" and inner.args:
         inner = inner.args[0].value
@@ -326,19 +432,21 @@ def _is_own_parameters_device(value: cst.BaseExpression) -> bool:
         and isinstance(inner.func, cst.Attribute)
         and inner.func.attr.value in ("parameters", "buffers")
     ):
-        return False
-    owner: cst.BaseExpression = inner.func.value
-    while isinstance(owner, cst.Attribute):  # `next(self.llm.parameters())`: a submodule's
-        owner = owner.value
-    return isinstance(owner, cst.Name) and owner.value == "self"
+        return None
+    return inner.func.value
 
 
 def _is_cuda_value(names: NameResolver, bindings: Bindings, value: cst.BaseExpression, depth: int) -> bool:
     if depth > 3:
         return False
     if isinstance(value, cst.Name):
-        bound = bindings.plain_values(value)
-        return bool(bound) and all(_is_cuda_value(names, bindings, item, depth + 1) for item in bound or ())
+        found = bindings.of(value)
+        return bool(found) and all(_binding_is_cuda(names, bindings, binding, depth) for binding in found)
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
+        # `ModelArgs.device` of a module-level class whose body sets `device = "cuda"` and
+        # that nothing sets again (Paper-Replications' Kimi-K2 trainer, round BM).
+        constant = _class_constant(bindings, value)
+        return constant is not None and _is_cuda_value(names, bindings, constant, depth + 1)
     if (
         isinstance(value, cst.Call)
         and names.resolve(value.func) in DEVICE_CONSTRUCTORS

@@ -161,9 +161,12 @@ _INSTALL_COMMAND = re.compile(r"\b(?:pip3?|conda|mamba|micromamba)\s+install\b",
 _GUIDE_WORDS = re.compile(r"install|environment|setup|set up|prerequisite|getting[ _-]?started|requirement", re.IGNORECASE)
 _BADGE = re.compile(r"https?://img\.shields\.io/badge/([^)\s\"']+)")
 # A container image that fixes the torch inside it: PyTorch's own (`pytorch/pytorch:1.13.1-cuda11.6-
-# cudnn8-devel`), or NVIDIA's NGC release (`nvcr.io/nvidia/pytorch:21.11-py3`), named by year and
-# month.
-_PYTORCH_IMAGE = re.compile(r"(?<![\w.-])pytorch/pytorch:v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+# cudnn8-devel`), also from a registry or a mirror of it (`docker.io/pytorch/pytorch:2.3.1`,
+# ModelGenerator's `ai4s-cn-beijing.cr.volces.com/pytorch-mirror/pytorch:2.3.1-...`, round BM), or
+# NVIDIA's NGC release (`nvcr.io/nvidia/pytorch:21.11-py3`), named by year and month.
+_PYTORCH_IMAGE = re.compile(
+    r"(?<![\w./:-])(?:[\w.:-]+/)*?[\w.-]*pytorch[\w.-]*/pytorch:v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE
+)
 _NGC_IMAGE = re.compile(r"nvcr\.io/nvidian?/pytorch:([0-9]{2})\.([0-9]{2})", re.IGNORECASE)
 # A project's own image named for its torch (SwinBERT: "We provide a [Docker
 # image](https://hub.docker.com/r/linjieli222/videocap_torch1.7/tags)"; `docker pull

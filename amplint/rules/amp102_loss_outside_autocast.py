@@ -41,6 +41,17 @@ def _moves_data(value: cst.BaseExpression) -> bool:
     return True
 
 
+def _assigned_names(statement: cst.BaseStatement) -> set[str]:
+    """The plain names a one-assignment statement line binds (``x = ...``, ``x: T = ...``)."""
+    assert isinstance(statement, cst.SimpleStatementLine)
+    assign = statement.body[0]
+    if isinstance(assign, cst.Assign):
+        return {target.target.value for target in assign.targets if isinstance(target.target, cst.Name)}
+    if isinstance(assign, cst.AnnAssign) and isinstance(assign.target, cst.Name):
+        return {assign.target.value}
+    return set()
+
+
 class _Bound(ReadOnlyVisitor):
     """Names assigned by the statements of a block (targets only), except those whose
     latest assignment is an explicit float32 upcast (``logits = model(x).float()``,
@@ -166,7 +177,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     amplint's — losses whose inputs from the block are explicitly upcast
     (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose; also through a name
     bound to the upcast, `pred_rgb = preds[..., :3].float()`, also inside the block:
-    `logits = model(ids).float()`, GRPO-Zero), `binary_cross_entropy`
+    `logits = model(ids).float()`, GRPO-Zero, or into the same name after it: `logits =
+    logits.float()`, SigLip2-ReID, round BM), `binary_cross_entropy`
     and `nn.BCELoss` (autocast refuses them: moving one into the block would raise, which
     AMP104 reports; RoboFlamingo computes its gripper loss after the block; RULES.md lists
     `binary_cross_entropy` among AMP102's losses, this page leaves it out), evaluation code with no
@@ -348,6 +360,18 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
             loss.backward()
         """,
+        # The same, upcast into the same name right after the block (SigLip2-ReID, round BM).
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                logits = m(x)
+            logits = logits.float()
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+        """,
     )
     INVALID = (
         Invalid(
@@ -439,8 +463,12 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
                 break  # past a loop or branch the data flow is no longer straight-line
             loss = self._loss_call(statement, bound.names)
             if loss is None:
-                # Values derived from the block's outputs carry them on: `logits = out.logits`.
-                if _names_read(statement) & bound.names and not self._binds_upcast(statement):
+                # Values derived from the block's outputs carry them on: `logits = out.logits`;
+                # an upcast into the same name ends that (`logits = logits.float()` right after
+                # the block: SigLip2-ReID, round BM).
+                if self._binds_upcast(statement):
+                    bound.names -= _assigned_names(statement)
+                elif _names_read(statement) & bound.names:
                     statement.visit(bound)
                 continue
             if self.context.span(statement)[0] > max(self.context.span(call)[0] for call in backwards):

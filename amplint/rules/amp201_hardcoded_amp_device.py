@@ -107,10 +107,14 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     or a `device` property returning the device of the module's own parameters
     (`next(self.parameters()).device`, as transformers' is: wherever the caller put the
     model; openvla's prismatic VLMs, round AY), in the class or in a project base class in
-    another file, or an attribute of a configuration the file reads from a file (`cfg =
+    another file (a `None` placeholder set before the model is loaded does not count against
+    it), or a local bound to the device of some model's parameters (`device =
+    next(model.parameters()).device`: jetson-llm-train's trainers, round BM), or an attribute of a configuration the file reads from a file (`cfg =
     DictConfig(yaml.safe_load(f))`, then `cfg.device`: learn-new-things, round BL), and the file chooses no
     device other than CUDA anywhere (no `"cpu"`/`"mps"`/`"xpu"` device value, default or
-    `--device` option default, no CUDA-availability test with a fallback). Whether such
+    `--device` option default, no CUDA-availability test with a fallback; a test that only
+    makes a question about the GPU safe to ask, `torch.cuda.is_available() and
+    torch.cuda.get_device_properties(0).is_integrated`, chooses no device: round BM). Whether such
     code runs anywhere but CUDA is decided by callers this file does not show, and in the
     public code judged for this page they were mostly CUDA-only (CellViT's trainers, built
     by experiment classes with `f"cuda:{gpu}"` through a factory; a Kaggle trainer
@@ -189,7 +193,9 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     `__init__` requires CUDA unconditionally (map-anything's wrappers call
     `torch.cuda.get_device_capability()` there), also through a project class or function
     it calls (PhysicsLM4's model adapter builds `GPUMemoryMonitor("cuda")`, whose own
-    `__init__`, in another file, asks `torch.cuda` for the current device; round AW). Module-level code, (d) included, is
+    `__init__`, in another file, asks `torch.cuda` for the current device; round AW), or
+    runs its base class's through `super().__init__(...)` (sam-3d-objects' point-map
+    pipeline, whose base in another file asks `torch.cuda` for the current device; round BM). Module-level code, (d) included, is
     silent when the script's `if __name__ == "__main__":` block calls something that needs
     CUDA (CLIP4Clip and GeneFace initialise NCCL at import; their `main()` sets the CUDA
     device). From round W: a `device` parameter (or `self.device = device` in an
@@ -201,7 +207,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     (the same text, no call in it) leaves without CUDA (`if config["distributed"]: if
     torch.cuda.is_available(): ... else: raise ...`, MASTER-pytorch). A device made from a
     name bound only to CUDA (`torch.device(device_str)` after `device_str = "cuda:0"`) is
-    CUDA; so is `device = config["device"]` where every dict literal of the file with a
+    CUDA; so is a class constant that nothing in the file sets again (`ModelArgs.device`
+    after `class ModelArgs: device = "cuda"`), and a name unpacked from a call of a function
+    of the file whose every `return` gives that position a CUDA device (`local_rank, device =
+    setup_ddp()`; Paper-Replications' Kimi-K2 trainer, round BM); so is `device = config["device"]` where every dict literal of the file with a
     `"device"` key, and every assignment of that key, gives a CUDA device (HybridHash's
     config, round BD: found after `--fix` rewrote its deprecated autocast); so is
     `ctx.device` of a parameter annotated with a class of the file that sets
@@ -238,9 +247,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     called only by a `run_ddp` that then calls `torch.cuda.set_device`), when the function
     is spawned once per CUDA device (`torch.multiprocessing.spawn(main_worker,
     nprocs=torch.cuda.device_count())`, the count also through a name or an attribute the
-    file sets only to it; a direct call in the `else` of the very test that guards the
+    file sets only to it, or spawned only under a CUDA test: mini-llm's `if
+    torch.cuda.is_available(): spawn(distributed_training, ...)`, round BM; a direct call in the `else` of the very test that guards the
     call in the worker does not count: 3D-ResNets' `if opt.distributed:`; round BE), in a
-    module-level function of a script (a file with an `if __name__ == "__main__":` block) that the file never names again, so it does
+    module-level function of a script (a file with an `if __name__ == "__main__":` block, or
+    a notebook, which runs top to bottom: Paper-Replications' notebooks, round BM) that the file never names again, so it does
     not run when the script does (ViT-Lens's leftover `setup(rank, world_size)`; this page's
     extension, from round AB), in a module-level function that only the script's `if
     __name__ == "__main__":` block calls, when that block also calls something that needs

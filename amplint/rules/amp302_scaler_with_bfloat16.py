@@ -55,7 +55,8 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
       happen there), nor beside a scaler built on the autocast's own device expression
       (stereoanywhere's `GradScaler(autocast_device)` beside `autocast(autocast_device)`:
       float16 and scaled on CUDA; off CUDA it only wastes a multiply; this page's decision,
-      from round AK);
+      from round AK; also where one side holds the expression in a name: UltraThinking's
+      `device_type = 'cuda' if torch.cuda.is_available() else 'cpu'`, round BM);
     - it is built only on a bfloat16 path: `GradScaler() if use_bf16 else None`,
       `if args.bf16: scaler = GradScaler()`;
     - the model it scales is cast to bfloat16 (`model.to(torch.bfloat16)`,
@@ -159,6 +160,23 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+        """,
+        # UltraThinking (round BM): the same device expression, written out for the scaler
+        # and held in a name for the autocast.
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self):
+                self.scaler = torch.amp.GradScaler('cuda' if torch.cuda.is_available() else 'cpu')
+
+            def step(self, model, x, optimizer):
+                device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
+                with torch.amp.autocast(device_type=device_type):
+                    loss = model(x)
+                self.scaler.scale(loss).backward()
+                self.scaler.step(optimizer)
+                self.scaler.update()
         """,
         # The scaler is off exactly when the bfloat16 flag is on (VggAE_Diffusion, traiNNer).
         """
@@ -701,11 +719,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         return [
             use
             for use in uses
-            if not (
-                use.bfloat16_only_off_cuda
-                and (cuda_scaler or (use.device_expr is not None and self.context.module.code_for_node(use.device_expr) == scaler_device))
-            )
+            if not (use.bfloat16_only_off_cuda and (cuda_scaler or self._same_device(use.device_expr, scaler_device)))
         ]
+
+    def _same_device(self, device: cst.BaseExpression | None, scaler_device: str | None) -> bool:
+        """Is the autocast's device the scaler's, as written or through the one value of a
+        name (UltraThinking's `device_type = 'cuda' if torch.cuda.is_available() else 'cpu'`
+        beside `GradScaler('cuda' if torch.cuda.is_available() else 'cpu')`; round BM)?"""
+        if device is None or scaler_device is None:
+            return False
+        code = self.context.module.code_for_node
+        if code(device) == scaler_device:
+            return True
+        value = self.context.analysis.bindings.single_value(device) if isinstance(device, cst.Name) else None
+        return value is not None and code(value) == scaler_device
 
     def _functions_handed_the_scaler(self, node: cst.Call, region: cst.CSTNode) -> list[cst.FunctionDef]:
         """Module-level functions of this file that the scaler's function passes it to and

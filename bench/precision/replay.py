@@ -100,6 +100,7 @@ def main() -> int:
     parser.add_argument("--select", help="codes to check, as amplint's --select")
     parser.add_argument("--lost", action="store_true", help="list judged-true findings no longer reported")
     parser.add_argument("--still", action="store_true", help="list judged-false findings still reported")
+    parser.add_argument("--new", action="store_true", help="list findings no verdict covers")
     arguments = parser.parse_args()
     files = arguments.files or sorted((HERE / "verdicts").glob("*.tsv"))
     verdicts = read_verdicts(files)
@@ -129,8 +130,10 @@ def main() -> int:
                 table[verdict.code]["false reported" if still else "false silent"] += 1
                 if still and arguments.still:
                     print(f"still FALSE {repo} {verdict.path}:{verdict.line} {verdict.code}  {verdict.reason}")
-        for _path, _line, code in reported - known:
+        for path, line, code in sorted(reported - known):
             table[code]["new"] += 1
+            if arguments.new:
+                print(f"new        {repo} {path}:{line} {code}")
     print(f"{'code':8} {'kept':>6} {'lost':>6} {'false reported':>15} {'false silent':>13} {'new':>6}")
     for code in sorted(table):
         row = table[code]

@@ -1207,3 +1207,155 @@ def test_a_member_scaler_serving_unreported_cuda_autocasts_is_cuda_only_too() ->
     # The autocast follows the device instead: off CUDA it may run float16 unscaled.
     moved = source.replace("with autocast(device_type='cuda',", "with autocast(device_type=self.model.device.type,")
     assert [d.location.row for d in check_source(moved, "train.py", select=["AMP201"])] == [9]
+
+
+PARAMETERS_DEVICE = """\
+import torch
+{choice}
+
+def train_step(model, batch):
+    device = next(model.parameters()).device
+    ids = batch.to(device)
+    with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+        return model(ids)
+"""
+
+
+@pytest.mark.parametrize(
+    ("choice", "reported"),
+    [
+        # jetson-llm-train (round BM): the device of the model's own parameters is wherever
+        # the code that built the model put it, and this file chooses no other device.
+        ("", False),
+        # The availability test only makes a question about the GPU safe to ask: no device.
+        ("if torch.cuda.is_available() and torch.cuda.get_device_properties(0).is_integrated:\n    pass", False),
+        ("integrated = torch.cuda.get_device_properties(0).is_integrated if torch.cuda.is_available() else False", False),
+        # Where the file itself may put models elsewhere, the device is a real variable.
+        ("DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'", True),
+        ("FALLBACK = torch.device('mps')", True),
+    ],
+)
+def test_the_device_of_a_models_own_parameters_arrives_from_outside(choice: str, reported: bool) -> None:
+    assert (_rows(PARAMETERS_DEVICE.format(choice=choice)) != []) is reported
+
+
+PLACEHOLDER_THEN_PARAMETERS_DEVICE = """\
+import torch
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.device = None
+
+    def setup(self):
+        self.scaler = torch.amp.GradScaler("cuda")
+        self.device = next(self.model.parameters()).device
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "reported"),
+    [
+        # jetson-llm-train's base trainer: `None` until the model is loaded, then its device.
+        ("", False),
+        ("\n    def to(self, device):\n        self.device = device\n\nt = Trainer(m)\nt.to(torch.device('cpu'))\n", True),
+    ],
+)
+def test_a_none_placeholder_for_self_device_chooses_nothing(extra: str, reported: bool) -> None:
+    assert (_rows(PLACEHOLDER_THEN_PARAMETERS_DEVICE.format(extra=extra)) != []) is reported
+
+
+def _notebook_rows(cells: list[str]) -> list[tuple[str, int | None, int]]:
+    from amplint.api import RunOptions, run_cells
+
+    report = run_cells([("code", cell) for cell in cells], "nb.ipynb", RunOptions(select=("AMP201",), cache=False))
+    return [(d.code, d.cell, d.location.row) for d in report.diagnostics]
+
+
+def test_nccl_in_a_notebook_function_no_cell_calls_does_not_run() -> None:
+    # Paper-Replications' Gemma3 notebook (round BM) defines a DDP `setup()` that no cell
+    # calls; the notebook runs top to bottom, as a script does.
+    setup = (
+        "import torch\nimport torch.distributed as dist\n\n"
+        "def setup(rank, world_size):\n    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n"
+    )
+    device = "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    y = model(x.to(device))\n"
+    assert [row for row in _notebook_rows([setup, device]) if row[1] == 1] == []
+    assert [row[:2] for row in _notebook_rows([setup, device, "setup(0, 1)\n"]) if row[1] == 1] == [("AMP201", 1)]
+
+
+DDP_OR_CLASS_CONSTANT = """\
+import os
+import torch
+import torch.distributed as dist
+
+
+def setup_ddp():
+    dist.init_process_group(backend='nccl')
+    local_rank = int(os.environ['LOCAL_RANK'])
+    torch.cuda.set_device(local_rank)
+    device = {setup_device}
+    return local_rank, device
+
+class ModelArgs:
+    device = 'cuda'
+    dropout = 0.1
+{extra}
+
+def train(model, batch):
+    if 'RANK' in os.environ:
+        local_rank, device = setup_ddp()
+    else:
+        device = ModelArgs.device
+    x = batch.to(device)
+    with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+        return model(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup_device", "extra", "reported"),
+    [
+        # Paper-Replications' Kimi-K2 trainer (round BM): the device is the CUDA device the
+        # DDP set-up returns, or a class constant "cuda" that nothing sets again.
+        ("torch.device(f'cuda:{local_rank}')", "", False),
+        # The class constant is set from outside: a device variable after all.
+        ("torch.device(f'cuda:{local_rank}')", "\nModelArgs.device = os.environ.get('DEVICE', 'cpu')\n", True),
+        # The set-up may return another device.
+        ("torch.device(f'cuda:{local_rank}') if torch.cuda.is_available() else torch.device('cpu')", "", True),
+    ],
+)
+def test_a_device_from_a_set_up_function_or_class_constant_that_is_only_cuda(setup_device: str, extra: str, reported: bool) -> None:
+    source = DDP_OR_CLASS_CONSTANT.replace("{setup_device}", setup_device).replace("{extra}", extra)
+    assert (_rows(source) != []) is reported
+
+
+SPAWNED_UNDER_CUDA_TEST = """\
+import torch
+import torch.distributed as dist
+
+
+def distributed_training(rank, num_gpus):
+    device = torch.device(f"cuda:{{rank}}" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")
+    dist.init_process_group(backend="nccl")
+
+
+if __name__ == "__main__":
+    args = parse()
+{launch}
+"""
+
+
+@pytest.mark.parametrize(
+    ("launch", "reported"),
+    [
+        # mini-llm (round BM): the workers are spawned only where CUDA is available.
+        ("    if torch.cuda.is_available():\n        torch.multiprocessing.spawn(distributed_training, args=(args.n,), nprocs=args.n)\n    else:\n        single(args)", False),
+        # Spawned without a test, and once more with one: it may run without CUDA.
+        ("    torch.multiprocessing.spawn(distributed_training, args=(args.n,), nprocs=args.n)", True),
+        ("    if torch.cuda.is_available():\n        torch.multiprocessing.spawn(distributed_training, args=(args.n,), nprocs=args.n)\n    torch.multiprocessing.spawn(distributed_training, args=(args.n,), nprocs=2)", True),
+    ],
+)
+def test_nccl_in_a_worker_spawned_only_under_a_cuda_test(launch: str, reported: bool) -> None:
+    codes = [d.code for d in check_source(SPAWNED_UNDER_CUDA_TEST.format(launch=launch), "trainer.py", select=["AMP201"])]
+    assert (codes != []) is reported, codes
