@@ -854,7 +854,7 @@ class DeviceAnalysis:
 
     def _find_device_gated(self, found: dict[str, bool]) -> None:
         for node in self.tree.index.returns:
-            if not (isinstance(node.value, cst.Name) and node.value.value == "False"):
+            if not _falsy_return(node.value):
                 continue
             function = self.tree.scope_of(node)
             if not isinstance(function, cst.FunctionDef) or self.calls is None:
@@ -895,7 +895,11 @@ class DeviceAnalysis:
             return False
         given = [(target, value) for target, value in self._assignments_to(spelled) if not is_none(value)]
         return bool(given) and all(
-            self._under_device_test(target, self.tree.scope_of(target)) or self._none_off_device(value) for target, value in given
+            self._under_device_test(target, self.tree.scope_of(target))
+            or self._none_off_device(value)
+            # `amp_dtype = resolve_amp_dtype()`, which returns `None` off CUDA
+            or (isinstance(value, cst.Call) and self._returns_false_off_device(value))
+            for target, value in given
         )
 
     def _none_off_device(self, value: cst.BaseExpression) -> bool:
@@ -916,7 +920,19 @@ class DeviceAnalysis:
 
     @functools.cached_property
     def _assignments(self) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
-        return [(target.target, assign.value) for assign in self.tree.index.assigns for target in assign.targets]
+        pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+        for assign in self.tree.index.assigns:
+            for target in assign.targets:
+                pairs.append((target.target, assign.value))
+                if isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(assign.value, cst.Call):
+                    # `use_amp, amp_dtype, use_scaler = resolve_amp(device, precision)`: each
+                    # name holds a part of what the call returns (see `_returns_false_off_device`).
+                    pairs += [
+                        (element.value, assign.value)
+                        for element in target.target.elements
+                        if isinstance(element, cst.Element) and isinstance(element.value, (cst.Name, cst.Attribute))
+                    ]
+        return pairs
 
     def tested_device(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         """The device expression a device-type test looks at (``device`` in
@@ -1727,3 +1743,15 @@ class _Measures(ReadOnlyVisitor):
         return False
 
 
+def _falsy_return(value: cst.BaseExpression | None) -> bool:
+    """``return False`` / ``return None`` / a bare ``return``, or a tuple of those
+    (``return False, None, False``: vqafromscratch's ``resolve_amp`` off CUDA; a
+    ``resolve_amp_dtype()`` that returns ``None`` there: neural-operator-jetson-benchmark,
+    round BN): nothing of AMP is on."""
+    if value is None:
+        return True
+    if isinstance(value, cst.Name):
+        return value.value in ("False", "None")
+    if isinstance(value, cst.Tuple):
+        return bool(value.elements) and all(isinstance(element, cst.Element) and _falsy_return(element.value) for element in value.elements)
+    return False

@@ -350,6 +350,10 @@ class ProjectAnalysis:
             return function
         return None
 
+    def in_main_block(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` in the module's ``if __name__ == "__main__":`` block?"""
+        return any(self.tree.within(node, block) for block in self._main_blocks)
+
     @functools.cached_property
     def _main_blocks(self) -> list[cst.CSTNode]:
         return [

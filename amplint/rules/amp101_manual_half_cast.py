@@ -71,7 +71,10 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     APE's `main()` builds, casts and tests a model there; amplint's decision, round AZ); casts of state dicts, checkpoints, EMA or deep copies, and
     values passed to `torch.save`; autocast-disabled regions; test modules (`test_*.py`,
     `*_test.py`, files under a `tests/` or `test/` directory) and `unittest.TestCase`
-    classes, which cast on purpose; benchmark modules (`bench.py`, `benchmark_*.py`,
+    classes, which cast on purpose; a module's `if __name__ == "__main__":` block that
+    holds every backward of the file while nothing steps an optimizer (a model file timing
+    its float16 forward and backward: video-mamba-suite, round BN; amplint's decision);
+    benchmark modules (`bench.py`, `benchmark_*.py`,
     `*_bench.py`, `*_perf.py`, files under `benchmarks/` or `profiling/`), which time the precision they are told to
     (superbenchmark's FP8 mode casts the model to float16 for Transformer Engine; amplint's
     decision, round BF); files of a copy of NVIDIA apex the project keeps
@@ -159,6 +162,23 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
     requires = (frozenset({".backward", ".step()", "*scaler", "GradScaler"}),)
 
     VALID = (
+        # video-mamba-suite (round BN): a model file's self-test times a float16 forward and
+        # backward; nothing in the file steps an optimizer.
+        """
+        import time
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+
+        if __name__ == "__main__":
+            model = Net().cuda().half()
+            x = torch.randn(2, 3).cuda().half()
+            begin = time.time()
+            model(x).mean().backward()
+            print(time.time() - begin)
+        """,
         # Cast as it is loaded, then frozen: a bf16 feature extractor (malaya-speech's HuBERT).
         """
         import torch
@@ -398,6 +418,21 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         """,
     )
     INVALID = (
+        # A `__main__` block that steps an optimizer trains on what it casts.
+        Invalid(
+            """
+              import torch
+
+              if __name__ == "__main__":
+            -     model = Net().cuda().half()
+            +     model = Net().cuda()
+                  optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                  model(x).mean().backward()
+                  optimizer.step()
+            """,
+            unsafe=True,
+            line=4, column=13, message="cast of the model to low precision",
+        ),
         Invalid(
             """
               import torch
@@ -601,6 +636,8 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
         analysis = self.context.analysis
         if analysis.training.in_inference(node):
             return False
+        if self._in_self_test_block(node):
+            return False
         if self._precision_managed_elsewhere or self._deliberate(node):
             return False
         if analysis.autocast.in_disabled_region(node):
@@ -618,6 +655,19 @@ class ManualHalfCast(AnalysisRule, code="AMP101", name="manual-half-cast", summa
             # `enc = AutoModel.from_pretrained(...).to(torch.bfloat16)`, then frozen (malaya-speech).
             return False
         return not self._passed_to_frozen(node) and not self._after_training(node)
+
+    def _in_self_test_block(self, node: cst.Call) -> bool:
+        """Is the cast in the module's ``if __name__ == "__main__":`` block, where every
+        backward of the file runs and no optimizer steps (video-mamba-suite's model files
+        time a float16 forward and backward there for flash-attention; round BN)? Nothing
+        trains on those gradients: the block measures what it casts."""
+        analysis = self.context.analysis
+        training = analysis.training
+        return (
+            analysis.project.in_main_block(node)
+            and not training.optimizer_steps
+            and all(analysis.project.in_main_block(call) for call in training.backward_calls)
+        )
 
     def _bound_to(self, node: cst.Call) -> str | None:
         """The dotted name the cast's chain is assigned to, alone: ``enc`` in

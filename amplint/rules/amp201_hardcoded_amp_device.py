@@ -294,9 +294,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
     device test decides elsewhere in the file — a flag the file assigns from one
     (`config["amp"] = config["amp"] and config["cuda"]`), `self.scaler is not None` with
     `self.scaler = GradScaler(...) if not self.cpu else None`, a dtype that is float32
-    unless `torch.cuda.is_available()`, a flag bound to a call of a project function (of
-    this file or another) that returns `False` under a device test (YOLO's `amp =
-    check_amp(model)`), a parameter every call of the file fills with such a flag (ME-IIS's
+    unless `torch.cuda.is_available()`, a flag or dtype bound to a call of a project function (of
+    this file or another) that returns `False`, `None` or a tuple of them under a device
+    test (YOLO's `amp = check_amp(model)`; vqafromscratch's `use_amp, amp_dtype, use_scaler
+    = resolve_amp(device, ...)`, round BK; a `resolve_amp_dtype()` that returns `None` off
+    CUDA, neural-operator-jetson-benchmark, round BN), a parameter every call of the file fills with such a flag (ME-IIS's
     `amp_enabled=bool(amp_enabled)`, round BF) — since AMP is then CUDA-only on purpose; an autocast in the body of
     `if self.scaler is not None:` (or `if self.scaler:`) where every value but `None` the
     file gives `self.scaler` is given under a device test (vqa-model-builder's `_setup_amp`,

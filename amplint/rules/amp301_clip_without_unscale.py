@@ -4,9 +4,10 @@ import re
 
 import libcst as cst
 
+from amplint.analysis.scalers import ScalerCall
 from amplint.analysis.syntax import operands
 from amplint.diagnostics import Applicability
-from amplint.fixes.calls import source_of
+from amplint.fixes.calls import has_comment, source_of
 from amplint.rules.base import AnalysisRule, Invalid
 
 CLIP_FUNCTIONS = frozenset(
@@ -18,6 +19,10 @@ CLIP_FUNCTIONS = frozenset(
 
 # A test that separates the scaled branch from an unscaled one: off it nothing is scaled.
 _AMP_TEST = re.compile(r"scaler|amp|fp16|bf16|float16|half|mixed|precision", re.IGNORECASE)
+
+
+# A setting named for unscaling (`CFG.unscale`, `args.unscale_grads`).
+_UNSCALE_SETTING = re.compile(r"(?<![A-Za-z])unscale", re.IGNORECASE)
 
 
 class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale", summary="Gradient clipping on still-scaled gradients", fix=Applicability.SAFE):
@@ -32,7 +37,11 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     unscales too; PIA's `unscale_` under `if (step + 1) % accum == 0:` before a clip
     on every micro-step does not (round BL). That is amplint's reading of RULES.md's "on
     that path"; the AMP-flag, `or` and both-branches cases are its decisions, since the
-    catalog does not say which conditions an `unscale_` may sit under.
+    catalog does not say which conditions an `unscale_` may sit under. Nor is a clip
+    flagged after an `unscale_` under an `if` on a setting named for unscaling (`if
+    CFG.unscale: scaler.unscale_(optimizer)`: Kaggle solutions whose configs turn it off and
+    set `max_grad_norm: 1000` for the scaled gradients, round BN): whether to unscale is then
+    the author's setting (amplint's decision).
 
     Not flagged: `accelerator.clip_grad_norm_`, timm's `dispatch_clip_grad`, and other
     wrappers (they unscale, or are not torch's function); project functions that happen
@@ -73,6 +82,13 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     ```
 
     ## Fix safety
+    Where another scaler unscales that optimizer before the clip (pytorch-animeGAN's
+    `self.scaler_d.unscale_(self.optimizer_g)` after `self.scaler_g.scale(loss_g).backward()`;
+    round BN), the gradients are divided by the wrong scale: the message says so, and an
+    unsafe fix names the right scaler in that call (inserting another `unscale_` would
+    divide them twice; the other scaler then no longer records that optimizer's inf checks,
+    which its next `update()` would have read). This case is this page's reading.
+
     Safe: the fix inserts `scaler.unscale_(optimizer)` on its own line just before the
     clip, with the optimizer taken from the `scaler.step(optimizer)` call. It is offered
     only where the clip runs after the scaled backward on every path (in the block that
@@ -95,6 +111,18 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
 
     VALID = (
+        # Unscaling is a setting of the author's (kaggle-feedback-prize-3, round BN).
+        """
+        import torch
+
+        def train_fn(CFG, model, loss, optimizer, scaler):
+            scaler.scale(loss).backward()
+            if CFG.unscale:
+                scaler.unscale_(optimizer)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), CFG.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # The `unscale_` runs wherever the clip does: its test is implied by the clip's
         # (physicsnemo's AeroJEPA trainer, round BL) ...
         """
@@ -173,6 +201,28 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         """,
     )
     INVALID = (
+        # pytorch-animeGAN (round BN): the generator's optimizer is unscaled by the
+        # discriminator's scaler; the fix names the scaler that scaled its backward.
+        Invalid(
+            """
+              import torch
+
+              class Trainer:
+                  def __init__(self):
+                      self.scaler_g = torch.amp.GradScaler("cuda")
+                      self.scaler_d = torch.amp.GradScaler("cuda")
+
+                  def train_g(self, loss_g):
+                      self.scaler_g.scale(loss_g).backward()
+            -         self.scaler_d.unscale_(self.optimizer_g)
+            +         self.scaler_g.unscale_(self.optimizer_g)
+                      torch.nn.utils.clip_grad_norm_(self.G.parameters(), max_norm=1.0)
+                      self.scaler_g.step(self.optimizer_g)
+                      self.scaler_g.update()
+            """,
+            unsafe=True,
+            line=11, column=9, message="`self.scaler_d.unscale_(self.optimizer_g)` divides them by another scaler's scale",
+        ),
         # JOTR: the scaled loss rebinds the loss's own name just before its backward.
         Invalid(
             """
@@ -319,7 +369,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         backward_position, scaler, backward = max(backwards, key=lambda item: item[0])
         calls = [c for c in scalers.in_scope(scope) if c.scaler == scaler]
         if any(
-            c.method == "unscale_" and backward_position < self.context.span(c.call)[0] < position and self._covers(c.call, node)
+            c.method == "unscale_"
+            and backward_position < self.context.span(c.call)[0] < position
+            and (self._covers(c.call, node) or self._under_unscale_switch(c.call, node))
             for c in calls
         ):
             return
@@ -327,6 +379,19 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         if not steps:
             return
         step = min(steps, key=lambda c: self.context.span(c.call)[0])
+        stepped = source_of(self.context, step.call.args[0].value) if step.call.args else "optimizer"
+        wrong = [
+            c
+            for c in scalers.in_scope(scope)
+            if c.method == "unscale_"
+            and c.scaler != scaler
+            and c.optimizer is not None
+            and c.optimizer == step.optimizer
+            and backward_position < self.context.span(c.call)[0] < position
+        ]
+        if wrong:
+            self._report_other_scaler(node, scaler, wrong[0], stepped)
+            return
         fix = None
         statement = self.context.analysis.tree.statement_of(node)
         # A new line before the clip's own line, at its indentation; not for a clip in a
@@ -346,10 +411,32 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 f"Insert `{scaler}.unscale_({optimizer})` before clipping",
                 [self.context.insert(line_start, f"{indent}{scaler}.unscale_({optimizer}){self.context.source.newline}")],
             )
-        stepped = source_of(self.context, step.call.args[0].value) if step.call.args else "optimizer"
         self.report(
             node,
             f"Gradients are clipped while still scaled by `{scaler}`; call `{scaler}.unscale_({stepped})` first",
+            fix=fix,
+        )
+
+    def _report_other_scaler(self, clip: cst.Call, scaler: str, wrong: ScalerCall, stepped: str) -> None:
+        """The optimizer is unscaled before the clip, but by another scaler than the one
+        that scaled its backward (pytorch-animeGAN's generator step calls
+        `self.scaler_d.unscale_(self.optimizer_g)` after `self.scaler_g.scale(loss_g).backward()`;
+        round BN): its gradients are divided by the wrong scale. Inserting the right
+        `unscale_` beside it would divide them twice; the fix names the right scaler there.
+        Unsafe: the other scaler then no longer records that optimizer's inf checks, which
+        its next `update()` would have read."""
+        func = wrong.call.func
+        fix = None
+        if isinstance(func, cst.Attribute) and not has_comment(self.context, func.value):
+            fix = self.make_fix(
+                f"Unscale with `{scaler}`",
+                [self.context.replace(func.value, scaler)],
+                applicability=Applicability.UNSAFE,
+            )
+        self.report(
+            clip,
+            f"Gradients are clipped while still scaled by `{scaler}`: `{wrong.scaler}.unscale_({stepped})` "
+            f"divides them by another scaler's scale; call `{scaler}.unscale_({stepped})` instead",
             fix=fix,
         )
 
@@ -399,6 +486,24 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 continue
             return False
         return True
+
+    def _under_unscale_switch(self, unscale: cst.Call, clip: cst.Call) -> bool:
+        """Is this ``unscale_`` under an ``if`` on a setting named for unscaling, which the
+        clip is not (``if CFG.unscale: scaler.unscale_(optimizer)``, then the clip, in
+        Kaggle solutions whose configs turn it off and set ``max_grad_norm: 1000`` for the
+        scaled gradients; round BN)? Whether to unscale is then the author's setting."""
+        tree = self.context.analysis.tree
+        for child, ancestor in tree.ancestry(unscale):
+            if isinstance(ancestor, cst.FunctionDef):
+                return False
+            if (
+                isinstance(ancestor, cst.If)
+                and child is ancestor.body
+                and not tree.within(clip, ancestor)
+                and _UNSCALE_SETTING.search(self.context.module.code_for_node(ancestor.test))
+            ):
+                return True
+        return False
 
     def _unscales(self, branch: cst.CSTNode) -> bool:
         """Does this branch call some ``.unscale_(...)``?"""

@@ -1359,3 +1359,54 @@ if __name__ == "__main__":
 def test_nccl_in_a_worker_spawned_only_under_a_cuda_test(launch: str, reported: bool) -> None:
     codes = [d.code for d in check_source(SPAWNED_UNDER_CUDA_TEST.format(launch=launch), "trainer.py", select=["AMP201"])]
     assert (codes != []) is reported, codes
+
+
+AMP_RESOLVED_OFF_CUDA = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_amp(device, precision):
+    if device.type != "cuda":
+        return {off}
+    if precision == "bf16":
+        return True, torch.bfloat16
+    return True, torch.float16
+
+
+def resolve_amp_dtype():
+    if device.type != "cuda":
+        return None
+    return torch.float16
+
+
+def train_step(model, x, precision):
+    use_amp, amp_dtype = resolve_amp(device, precision)
+    with torch.autocast(device_type="cuda", dtype=amp_dtype, enabled=use_amp):
+        return model(x.to(device))
+
+
+def infer(model, x):
+    half = resolve_amp_dtype()
+    if half is None:
+        return model(x.to(device))
+    else:
+        with torch.autocast(device_type="cuda", dtype=half):
+            return model(x.to(device))
+"""
+
+
+@pytest.mark.parametrize(
+    ("off", "rows"),
+    [
+        # vqafromscratch (round BK) and neural-operator-jetson-benchmark (round BN): a helper
+        # of the file turns AMP off (a tuple of False/None, or None) wherever the device is
+        # not CUDA, so the literal "cuda" is only reached on CUDA.
+        ("False, None", []),
+        # A helper that may leave AMP on off CUDA proves nothing.
+        ("True, torch.bfloat16", [("AMP201", 22)]),
+    ],
+)
+def test_amp_turned_off_off_cuda_by_a_helper_of_the_file(off: str, rows: list[tuple[str, int]]) -> None:
+    assert _rows(AMP_RESOLVED_OFF_CUDA.replace("{off}", off)) == rows

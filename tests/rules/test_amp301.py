@@ -138,3 +138,44 @@ def step(model, loss, optimizer, scaler, enable_amp):
 def test_a_clip_on_the_other_branch_of_the_scaled_backward(amp_branch: str, reported: bool) -> None:
     codes = [d.code for d in check_source(BRANCHES.format(amp_branch=amp_branch), "train.py", select=["AMP301"])]
     assert (codes != []) is reported, codes
+
+
+OTHER_SCALER_STEP = """\
+import torch
+
+def step(model, loss, optimizer, g_scaler, d_scaler, max_norm):
+    g_scaler.scale(loss).backward()
+    d_scaler.unscale_(optimizer)
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    g_scaler.step(optimizer)
+    g_scaler.update()
+    return norm
+"""
+
+
+def test_unscaling_with_another_scaler_clips_wrongly_scaled_gradients_and_the_fix_unscales_right(torch: ModuleType) -> None:
+    # pytorch-animeGAN (round BN): `scaler_d.unscale_(optimizer_g)` after a backward scaled
+    # by `scaler_g`. With different scales, the clip sees gradients times g/d.
+    found = check_source(OTHER_SCALER_STEP, select=["AMP301"])
+    assert [(d.code, d.location.row) for d in found] == [("AMP301", 6)]
+    assert "another scaler's scale" in found[0].message
+    fixed = fix_text(OTHER_SCALER_STEP, select=["AMP301"], unsafe_fixes=True)
+    assert "    g_scaler.unscale_(optimizer)\n" in fixed and "d_scaler.unscale_" not in fixed
+    assert fix_text(OTHER_SCALER_STEP, select=["AMP301"]) == OTHER_SCALER_STEP  # unsafe only
+
+    def run(source: str) -> float:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 1)
+        with torch.no_grad():
+            model.weight.fill_(1.0)
+            model.bias.fill_(0.0)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        g_scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+        d_scaler = torch.amp.GradScaler("cpu", init_scale=16.0)
+        d_scaler.scale(torch.ones(()))  # the discriminator's step scaled its own loss earlier
+        loss = model(torch.full((2, 4), 10.0)).sum()
+        return float(run_snippet(source, torch=torch)[0]["step"](model, loss, optimizer, g_scaler, d_scaler, 1e9))
+
+    true_norm = (4 * 20.0**2 + 2.0**2) ** 0.5
+    assert run(OTHER_SCALER_STEP) == pytest.approx(true_norm * 1024.0 / 16.0)
+    assert run(fixed) == pytest.approx(true_norm)
