@@ -1116,7 +1116,8 @@ AMP302_NESTED = (
     "        'cuda',\n"
     "    )\n"
     "    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-    "        model()\n"
+    "        loss = model()\n"
+    "    scaler.scale(loss).backward()\n"
 )
 AMP302_NESTED_FIXED = AMP302_NESTED.replace("        'cuda',\n", "        'cuda',\n        enabled=False,\n")
 CASES.extend(nested("AMP302-enabled", TORCH, AMP302_NESTED, TORCH, AMP302_NESTED_FIXED))

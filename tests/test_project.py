@@ -433,6 +433,9 @@ def test_an_extra_named_torch_is_no_requirement(tmp_path: Path) -> None:
         ({"environment.yml": "dependencies:\n  - python=3.10\n"}, None),
         # CellViT: the operator in parentheses after the name.
         ({"README.md": "4. Install torch (>=2.0) for your system.\n"}, (2, 0)),
+        # LoRAT (round BO): "should be" between the name and its bound.
+        ({"README.md": "## Requirements\nPyTorch version should be >= 2.0.\n"}, (2, 0)),
+        ({"README.md": "The torch version must be >= 1.8 for this.\n"}, (1, 8)),
         # suncet's requirements list.
         ({"README.md": "## Requirements\n* Python 3.8\n* PyTorch install 1.7.1\n"}, (1, 7)),
         # facechain's verified environments write the release glued to the name.

@@ -97,8 +97,9 @@ _DOCUMENT_OPERATORS = {"=": "==", "-": "==", "\u2265": ">="}
 # `conda install pytorch==1.11.0` or `pytorch=1.8`, "Pytorch>=1.8.0"; a version after another
 # name (`torchvision==`, `pytorch-lightning==`) does not count.
 _DOCUMENTED_TORCH = re.compile(
-    # ... also in parentheses (CellViT's "Install torch (>=2.0) for your system").
-    r"(?<![\w.-])(?:py)?torch(?:\s+version)?\s*(?:\(\s*)?-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    # ... also in parentheses (CellViT's "Install torch (>=2.0) for your system"), and after
+    # "should be" / "must be" (LoRAT's "PyTorch version should be >= 2.0.", round BO).
+    r"(?<![\w.-])(?:py)?torch(?:\s+version)?(?:\s+(?:should|must)\s+be)?\s*(?:\(\s*)?-?\s*(==|>=|~=|=|\u2265|-(?=v?[0-9]))\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)",
     re.IGNORECASE,
 )
 # `conda install pytorch torchvision cudatoolkit=11.3 -c pytorch`: the pytorch channel built

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastBlock
-from amplint.analysis.syntax import dotted_name
+from amplint.analysis.syntax import dotted_name, is_none
 from amplint.diagnostics import Applicability, Fix
 from amplint.engine.walk import ReadOnlyVisitor, walk
 from amplint.fixes.edits import body_indent, reindent_statements
@@ -178,7 +178,8 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
     (`F.mse_loss(pred.float(), y)`: a float32 loss chosen on purpose; also through a name
     bound to the upcast, `pred_rgb = preds[..., :3].float()`, also inside the block:
     `logits = model(ids).float()`, GRPO-Zero, or into the same name after it: `logits =
-    logits.float()`, SigLip2-ReID, round BM), `binary_cross_entropy`
+    logits.float()`, SigLip2-ReID, round BM; also where there is a value: `x.float() if x
+    is not None else None`, causal-speech-enhancement-distillation, round BO), `binary_cross_entropy`
     and `nn.BCELoss` (autocast refuses them: moving one into the block would raise, which
     AMP104 reports; RoboFlamingo computes its gripper loss after the block; RULES.md lists
     `binary_cross_entropy` among AMP102's losses, this page leaves it out), evaluation code with no
@@ -360,6 +361,18 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
             loss.backward()
         """,
+        # The same, upcast only where there is a value (causal-speech-enhancement-distillation,
+        # round BO).
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(m, x, y):
+            with torch.autocast('cuda'):
+                out = m(x)
+            loss = F.mse_loss(out.pred.float(), y, weight=out.weight.float() if out.weight is not None else None)
+            loss.backward()
+        """,
         # The same, upcast into the same name right after the block (SigLip2-ReID, round BM).
         """
         import torch
@@ -499,7 +512,13 @@ class LossOutsideAutocast(AnalysisRule, code="AMP102", name="loss-outside-autoca
 
     def _upcast(self, value: cst.BaseExpression) -> bool:
         """``pred.float()``, ``pred.to(torch.float32)``: the author computes the loss in
-        float32 on purpose (a decision of amplint's: a deliberate float32 loss is fine)."""
+        float32 on purpose (a decision of amplint's: a deliberate float32 loss is fine); also
+        ``x.float() if x is not None else None`` (causal-speech-enhancement-distillation,
+        round BO)."""
+        if isinstance(value, cst.IfExp):
+            return all(self._upcast(side) or is_none(side) for side in (value.body, value.orelse)) and not (
+                is_none(value.body) and is_none(value.orelse)
+            )
         if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
             return False
         method = value.func.attr.value

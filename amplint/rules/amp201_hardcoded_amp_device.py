@@ -96,6 +96,11 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
       not a block aimed at the wrong device; the fix would turn on float16 autocast on MPS
       beside a CUDA GradScaler that disables itself there. This page's decision, from the
       nanoGPT forks judged in rounds BC and BK (13 of 16 such findings judged false);
+      nor where the AMP call it feeds is enabled only by a device test (`torch.autocast(
+      device_type="cuda" if device.startswith("cuda") else "cpu", enabled=autocast_enabled)`
+      with `autocast_enabled = device.startswith("cuda")`: the mapped `"cpu"` only names a
+      block that is off; MetricGANplus's trainers, round BO; this page's decision, as for
+      (a)'s `enabled=` silence);
     - **(c)** `str(device)` passed as an autocast device type;
     - **(d)** a literal `"nccl"` passed to `torch.distributed.init_process_group`
       (keyword or positional), where the code could run without CUDA.
@@ -763,6 +768,15 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             def __init__(self, config):
                 self.device_type = "cuda" if "cuda" in config.device else "cpu"
                 self.ctx = torch.autocast(self.device_type) if self.device_type != "cpu" else nullcontext()
+        """,
+        # MetricGANplus (round BO): the block the mapping feeds is on only on CUDA.
+        """
+        import torch
+
+        def train(model, x, device):
+            autocast_enabled = device.startswith("cuda")
+            with torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", enabled=autocast_enabled):
+                return model(x)
         """,
         # minimind: the string test only chooses whether autocast runs at all.
         """
@@ -2237,7 +2251,7 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         tree = self.context.analysis.tree
         parent = tree.parent(value)
         if isinstance(parent, cst.Arg):
-            return self._is_amp_device_argument(parent)
+            return self._is_amp_device_argument(parent) and not self._enabled_by_device_test(parent)
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
             return False
         target = parent.targets[0].target
@@ -2265,8 +2279,21 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
             isinstance(argument := tree.parent(read), cst.Arg)
             and self._is_amp_device_argument(argument)
             and not self._reached_only_off_cpu(read)
+            and not self._enabled_by_device_test(argument)
             for read in reads
         )
+
+    def _enabled_by_device_test(self, argument: cst.Arg) -> bool:
+        """Is the AMP call that takes this device argument enabled only by a device test
+        (`torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu",
+        enabled=autocast_enabled)` with `autocast_enabled = device.startswith("cuda")`:
+        MetricGANplus's trainers, round BO)? The mapped "cpu" then only names a block that
+        is off."""
+        call = self.context.analysis.tree.parent(argument)
+        if not isinstance(call, cst.Call):
+            return False
+        enabled = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "enabled"), None)
+        return enabled is not None and self.context.analysis.devices.gated_on_device(enabled)
 
     def _in_class(self, node: cst.CSTNode, cls: cst.ClassDef) -> bool:
         scope = self.context.analysis.tree.scope_of(node)

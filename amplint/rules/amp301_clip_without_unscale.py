@@ -49,7 +49,9 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     the other branch of the `if` that holds the scaled backward (OneVOS: `if
     self.enable_amp: scaler.scale(loss).backward() ... else: loss.backward(); clip(...)`),
     which no run reaches after it (amplint's decision, round BH: RULES.md says "after" of
-    text order in the same function).
+    text order in the same function), also where two `if`/`else` statements test the same
+    thing (UniFace's `if scaler is None:` around the backward, then around the clip; round
+    BO).
 
     ## Why is this bad?
     After a scaled backward the gradients are multiplied by the loss scale (65536 by
@@ -111,6 +113,24 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
     requires = (frozenset({"*scaler", "GradScaler"}), frozenset({".step"}))
 
     VALID = (
+        # UniFace (round BO): the same test twice; the clip's branch is the unscaled run's.
+        """
+        import torch
+
+        def step(model, loss, optimizer, scaler):
+            if scaler is None:
+                loss.backward()
+            else:
+                scaler.scale(loss).backward()
+            if scaler is None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=10.0)
+                optimizer.step()
+            else:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=10.0)
+                scaler.step(optimizer)
+                scaler.update()
+        """,
         # Unscaling is a setting of the author's (kaggle-feedback-prize-3, round BN).
         """
         import torch
@@ -532,8 +552,33 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
         for child, ancestor in tree.ancestry(clip):
             if isinstance(ancestor, cst.If) and id(ancestor) in branches:
                 other = branches[id(ancestor)]
-                return other is not child and child is not ancestor.test and other is not ancestor.test
-        return False
+                if other is not child and child is not ancestor.test and other is not ancestor.test:
+                    return True
+                break  # the innermost `if` around both: the same branch of it
+        # Two `if`s on the same test, one after the other (UniFace: `if scaler is None:` plain
+        # backward `else:` scaled backward, then `if scaler is None:` clip and step `else:`
+        # unscale_, clip, scaler step; round BO): the clip's branch is the one the scaled
+        # backward's run does not take.
+        backward_sides = self._sides(backward)
+        return any(
+            test in backward_sides and backward_sides[test] != side for test, side in self._sides(clip).items()
+        )
+
+    def _sides(self, node: cst.CSTNode) -> dict[str, bool]:
+        """For each ``if``/``else`` around ``node`` whose test calls nothing: its test's text,
+        and whether ``node`` is in its body (True) or its ``else`` (False)."""
+        tree = self.context.analysis.tree
+        code = self.context.module.code_for_node
+        sides: dict[str, bool] = {}
+        for child, ancestor in tree.ancestry(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                break
+            if not isinstance(ancestor, cst.If) or not isinstance(ancestor.orelse, cst.Else) or child is ancestor.test:
+                continue
+            if any(tree.within(call, ancestor.test) for call in tree.index.calls):
+                continue
+            sides.setdefault(code(ancestor.test), child is ancestor.body)
+        return sides
 
     def _on_every_path_after(self, backward: cst.Call, clip: cst.Call) -> bool:
         """Does the clip run only after the scaled backward ran: is it in the block that

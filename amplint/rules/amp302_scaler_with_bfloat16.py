@@ -90,7 +90,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     `autocast(dtype=torch.float16, enabled=use_bfloat16)`: the name lies, the scaler is
     right; a decision of this page), a scaler bound to a local name that is only
     checkpointed (`state_dict()`/`load_state_dict()`), never used to scale (Wuerstchen; a
-    decision of this page), an autocast that picks bfloat16 only where its own
+    decision of this page), or, in a function, never read at all (a teaching script that
+    builds one and trains in bfloat16 without it: CS336-Language-Modeling-from-Scratch,
+    round BO), an autocast that picks bfloat16 only where its own
     `enabled=` turns it off (`dtype=torch.float16 if use_amp else torch.bfloat16` beside
     `enabled=use_amp`: auralflow; a decision of this page), bfloat16 weights cast for evaluation (under
     `no_grad` or in a function named for evaluation), and scalers that reach the
@@ -371,6 +373,17 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 optimizer.step()
             torch.save({"scaler": scaler.state_dict()}, "ckpt.pt")
         """,
+        # A function's scaler that nothing reads (CS336-Language-Modeling-from-Scratch).
+        """
+        import torch
+
+        def demo(model, x, y, optimizer):
+            scaler = torch.amp.GradScaler()
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+        """,
         # auralflow: bfloat16 is chosen only where `enabled=` turns the autocast off.
         """
         import torch
@@ -505,12 +518,15 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             """
               import torch
 
-              def train(args):
+              def train(args, model, x, optimizer):
                   ptdtype = torch.bfloat16 if args.bf16 else torch.float16
             -     scaler = torch.cuda.amp.GradScaler(enabled=args.amp)
             +     scaler = torch.cuda.amp.GradScaler(enabled=(args.amp and ptdtype == torch.float16))
                   with torch.autocast('cuda', dtype=ptdtype):
-                      pass
+                      loss = model(x)
+                  scaler.scale(loss).backward()
+                  scaler.step(optimizer)
+                  scaler.update()
             """,
             line=5, column=14, message="GradScaler is enabled although autocast may run in bfloat16",
         ),
@@ -686,15 +702,20 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
 
     def _never_scales(self, node: cst.Call) -> bool:
         """Is the scaler bound to a local name that is only checkpointed (Wuerstchen's
-        ``scaler.state_dict()`` and ``load_state_dict``), never used to scale a loss?"""
+        ``scaler.state_dict()`` and ``load_state_dict``), or, in a function, never read at
+        all: never used to scale a loss?"""
         analysis = self.context.analysis
         parent = analysis.tree.parent(node)
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
             return False
         target = parent.targets[0].target
         bindings = [binding for binding in analysis.bindings.assignments(target) if binding.node is target]
-        if len(bindings) != 1 or not bindings[0].references:
+        if len(bindings) != 1:
             return False
+        if not bindings[0].references:
+            # A function's local scaler that nothing reads (a teaching script builds one and
+            # trains in bfloat16 without it: CS336-Language-Modeling-from-Scratch, round BO).
+            return isinstance(analysis.tree.scope_of(node), cst.FunctionDef)
         for access in bindings[0].references:
             member = analysis.tree.parent(access.node)
             if not (
