@@ -44,7 +44,9 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     the chain (see AMP104). A training step's backward, a decision of amplint's, is a
     scaled backward, a backward of a loss-named value, or one in a function that steps an
     optimizer: a profiler reached through calls that runs `y.sum().backward()` to size
-    batches (YOLO's autobatch) measures, it does not train.
+    batches (YOLO's autobatch) measures, it does not train. A call made with gradients off
+    (under `torch.no_grad()` or `torch.inference_mode()`: megatransformer's evaluation step
+    calls the training loss function there; round BP) is not reported.
 
     ## Why is this bad?
     PyTorch's AMP recipe runs only the forward pass and the loss under autocast.
@@ -97,6 +99,23 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     requires = (frozenset({"*autocast"}),)
 
     VALID = (
+        # megatransformer (round BP): an evaluation step calls the training loss function
+        # with gradients off; its backward cannot run there.
+        """
+        import torch
+
+        class Trainer:
+            def compute_loss(self, model, batch):
+                loss = model(batch)
+                if torch.is_grad_enabled():
+                    loss.backward()
+                return loss
+
+            def prediction_step(self, model, batch):
+                with torch.no_grad():
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        return self.compute_loss(model, batch)
+        """,
         # Inside a custom autograd backward: a reversible block recomputes its forward under
         # the autocast state saved in forward, and backpropagates through it (RevCol).
         """
@@ -376,6 +395,11 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
         analysis = self.context.analysis
         block = analysis.autocast.enclosing(node)
         if block is None or block.disabled:
+            return
+        if analysis.training.under_no_grad(node):
+            # Called with gradients off (megatransformer's `prediction_step` runs
+            # `self.compute_loss(...)` under `torch.no_grad()`; round BP): no backward the
+            # callee reaches trains there.
             return
         effects = analysis.project.effects(node)
         if effects is None or not effects.backward:

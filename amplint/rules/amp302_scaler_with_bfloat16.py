@@ -92,7 +92,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     checkpointed (`state_dict()`/`load_state_dict()`), never used to scale (Wuerstchen; a
     decision of this page), or, in a function, never read at all (a teaching script that
     builds one and trains in bfloat16 without it: CS336-Language-Modeling-from-Scratch,
-    round BO), an autocast that picks bfloat16 only where its own
+    round BO), an autocast whose body runs with gradients off (a `validate()` under
+    `torch.no_grad()` beside a float16 training autocast: Nvidia-Meshtron-Pytorch, round BP;
+    it makes no gradients to scale), an autocast that picks bfloat16 only where its own
     `enabled=` turns it off (`dtype=torch.float16 if use_amp else torch.bfloat16` beside
     `enabled=use_amp`: auralflow; a decision of this page), bfloat16 weights cast for evaluation (under
     `no_grad` or in a function named for evaluation), and scalers that reach the
@@ -372,6 +374,28 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                 loss.backward()
                 optimizer.step()
             torch.save({"scaler": scaler.state_dict()}, "ckpt.pt")
+        """,
+        # Nvidia-Meshtron-Pytorch (round BP): the class's only bfloat16 autocast is its
+        # validation under `no_grad`, which makes no gradients to scale.
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer = model, optimizer
+                self.scaler = torch.amp.GradScaler("cuda")
+
+            def run(self, x):
+                with torch.autocast("cuda"):
+                    loss = self.model(x)
+                self.scaler.scale(loss).backward()
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+
+            def validate(self, x):
+                with torch.no_grad():
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        return self.model(x)
         """,
         # A function's scaler that nothing reads (CS336-Language-Modeling-from-Scratch).
         """
@@ -814,7 +838,14 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         the autocast contexts it builds for other code (``amp_autocast =
         torch.autocast(...)`` passed to the training loop) — when the dtypes of all of them
         are known (else none)."""
-        uses = [b.use for b in self.context.analysis.scalers.served_blocks(region) if not b.disabled and not b.use.method]
+        training = self.context.analysis.training
+        # A block whose body runs with gradients off (a `validate()` under `torch.no_grad()`:
+        # Nvidia-Meshtron-Pytorch, round BP) makes no gradients for the scaler to scale.
+        uses = [
+            b.use
+            for b in self.context.analysis.scalers.served_blocks(region)
+            if not b.disabled and not b.use.method and not training.body_runs_without_grad(b.statement)
+        ]
         uses += [use for use in self._built_contexts(region) if not use.disabled and not use.method]
         if any(use.dtypes is None for use in uses):
             return []
