@@ -258,6 +258,13 @@ def test_watch_runs_again_when_a_file_changes(project: Path) -> None:
     assert second.diagnostics == []
 
 
+def _take_ctrl_c() -> None:
+    """In the child, before it starts: take SIGINT as a terminal's Ctrl-C delivers it. A test
+    run started in the background (`.ci/run &`) ignores SIGINT, and a child inherits that,
+    so the interrupt these tests send would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(60)
 def test_watch_from_the_command_line_until_ctrl_c(project: Path) -> None:
     (project / "t.py").write_text(TRAIN)
@@ -267,6 +274,7 @@ def test_watch_from_the_command_line_until_ctrl_c(project: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "NO_COLOR": "1"},
+        preexec_fn=_take_ctrl_c,
     )
     assert process.stdout is not None and process.stderr is not None
     stdout = process.stdout

@@ -161,6 +161,13 @@ def _heavy_source(index: int) -> str:
     return f"import torch\nd{index} = torch.get_autocast_gpu_dtype()\n{body}"
 
 
+def _take_ctrl_c() -> None:
+    """In the child, before it starts: take SIGINT as a terminal's Ctrl-C delivers it. A test
+    run started in the background (`.ci/run &`) ignores SIGINT, and a child inherits that,
+    so the interrupt these tests send would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT to a process group")
 def test_ctrl_c_stops_a_large_run_at_once(tmp_path: Path) -> None:
@@ -177,6 +184,7 @@ def test_ctrl_c_stops_a_large_run_at_once(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group: the workers can be looked for after
+        preexec_fn=_take_ctrl_c,
     )
     assert process.stderr is not None
     while "file(s) to check" not in process.stderr.readline():
