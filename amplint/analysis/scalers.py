@@ -85,9 +85,11 @@ class ScalerAnalysis:
         return self.tree.scope_of(node) is region
 
     def served_blocks(self, region: cst.CSTNode) -> list[AutocastBlock]:
-        """The autocast blocks of a scaler's region."""
+        """The autocast blocks of a scaler's region; for a function, also those of the
+        closures it defines (ml-tarflow's `main` builds the scaler and defines the
+        `compute_loss` that opens the training autocast)."""
         if isinstance(region, cst.FunctionDef):
-            return self.autocast.blocks_in(region)
+            return [block for block in self.autocast.blocks if self.tree.within(block.statement, region)]
         return [block for block in self.autocast.blocks if self.in_region(block.statement, region)]
 
     def member_context_uses(self, region: cst.CSTNode) -> list[AutocastUse]:

@@ -92,7 +92,10 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
     checkpointed (`state_dict()`/`load_state_dict()`), never used to scale (Wuerstchen; a
     decision of this page), or, in a function, never read at all (a teaching script that
     builds one and trains in bfloat16 without it: CS336-Language-Modeling-from-Scratch,
-    round BO), an autocast whose body runs with gradients off (a `validate()` under
+    round BO), a scaler built on the branch of an `if` that also binds the autocast's dtype
+    name to float16 alone (physicsnemo's optimization test: `else: amp_dtype = torch.float16;
+    scaler = GradScaler("cuda", enabled=True)`; rounds BL and BP; this page's decision), an
+    autocast whose body runs with gradients off (a `validate()` under
     `torch.no_grad()` beside a float16 training autocast: Nvidia-Meshtron-Pytorch, round BP;
     it makes no gradients to scale), an autocast that picks bfloat16 only where its own
     `enabled=` turns it off (`dtype=torch.float16 if use_amp else torch.bfloat16` beside
@@ -397,6 +400,24 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
                     with torch.autocast("cuda", dtype=torch.bfloat16):
                         return self.model(x)
         """,
+        # physicsnemo's optimization test (rounds BL, BP): the scaler that scales is built on
+        # the branch that binds the dtype to float16.
+        """
+        import torch
+
+        def run(model, x, optimizer, on_cpu):
+            if on_cpu:
+                amp_dtype = torch.bfloat16
+                scaler = torch.amp.GradScaler("cpu", enabled=False)
+            else:
+                amp_dtype = torch.float16
+                scaler = torch.amp.GradScaler("cuda", enabled=True)
+            with torch.autocast("cuda", dtype=amp_dtype):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """,
         # A function's scaler that nothing reads (CS336-Language-Modeling-from-Scratch).
         """
         import torch
@@ -423,6 +444,31 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         """,
     )
     INVALID = (
+        # ml-tarflow: the training autocast is in a closure of the scaler's function; the
+        # evaluation one under `no_grad` does not count, this one does.
+        Invalid(
+            """
+              import torch
+
+              def main(model, loader, optimizer):
+            -     scaler = torch.amp.GradScaler()
+            +     scaler = torch.amp.GradScaler(enabled=False)
+
+                  def compute_loss(x):
+                      with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                          return model(x)
+
+                  for x in loader:
+                      loss = compute_loss(x)
+                      scaler.scale(loss).backward()
+                      scaler.step(optimizer)
+                      scaler.update()
+                  with torch.no_grad():
+                      with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                          model(x)
+            """,
+            line=4, column=14, message="GradScaler is enabled although autocast may run in bfloat16",
+        ),
         # The same choice under a different switch: bfloat16 runs with the scaler on.
         Invalid(
             """
@@ -690,7 +736,7 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
         cuda_scaler = self._scaler_devices(node, arguments) == CUDA_ONLY
         device = arguments.get("device")
         scaler_device = self.context.module.code_for_node(device) if device is not None else None
-        bf16_uses = self._conflicting_uses(region, cuda_scaler, scaler_device)
+        bf16_uses = [use for use in self._conflicting_uses(region, cuda_scaler, scaler_device) if not self._float16_beside(node, use)]
         if bf16_uses:
             self.report(
                 node,
@@ -766,6 +812,39 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
             for use in uses
             if not (use.bfloat16_only_off_cuda and (cuda_scaler or self._same_device(use.device_expr, scaler_device)))
         ]
+
+    def _float16_beside(self, construction: cst.Call, use: AutocastUse) -> bool:
+        """Is the scaler built on a branch that also binds the autocast's dtype name, to
+        float16 alone (physicsnemo's `test/common/optimization.py`: `if cpu: amp_dtype =
+        torch.bfloat16; scaler = GradScaler("cpu", enabled=False)` / `else: amp_dtype =
+        torch.float16; scaler = GradScaler("cuda", enabled=True)`; rounds BL and BP)? Where this
+        scaler exists, the autocast runs float16."""
+        dtype = use.dtype_expr
+        if not isinstance(dtype, cst.Name):
+            return False
+        tree = self.context.analysis.tree
+        statement = tree.statement_of(construction)
+        located = tree.statement_list(statement) if statement is not None else None
+        if located is None:
+            return False
+        siblings, _index = located
+        block = tree.parent(siblings[0])
+        if not isinstance(block, cst.IndentedBlock) or not isinstance(tree.parent(block), (cst.If, cst.Else)):
+            return False  # a branch of an `if`, not the function's own body
+        bound = [
+            small.value
+            for sibling in siblings
+            if isinstance(sibling, cst.SimpleStatementLine)
+            for small in sibling.body
+            if isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == dtype.value
+        ]
+        if len(bound) != 1:
+            return False
+        values = self.context.analysis.values.dtype_values(bound[0])
+        return values is not None and "bfloat16" not in values
 
     def _same_device(self, device: cst.BaseExpression | None, scaler_device: str | None) -> bool:
         """Is the autocast's device the scaler's, as written or through the one value of a
