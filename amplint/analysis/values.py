@@ -317,16 +317,14 @@ def _unpacked_returns(bindings: Bindings, binding: Any) -> list[cst.BaseExpressi
     call = statement.value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
         return None
-    function = next(
-        (
-            item
-            for item in tree.source.module.body
-            if isinstance(item, cst.FunctionDef) and item.name.value == call.func.value
-        ),
-        None,
-    )
-    if function is None or sum(1 for item in tree.source.module.body if isinstance(item, (cst.FunctionDef, cst.ClassDef)) and item.name.value == call.func.value) != 1:
-        return None
+    defined = [
+        item
+        for item in tree.source.module.body
+        if isinstance(item, (cst.FunctionDef, cst.ClassDef)) and item.name.value == call.func.value
+    ]
+    if len(defined) != 1 or not isinstance(defined[0], cst.FunctionDef):
+        return None  # not a function of this module, or defined more than once
+    function = defined[0]
     index = targets.elements.index(cst.ensure_type(element, cst.Element))
     returned: list[cst.BaseExpression] = []
     for node in tree.index.returns:
