@@ -131,12 +131,7 @@ class Classes:
 
     def assigned_from_outside(self, spelled: str) -> bool:
         """Does the file assign the attribute spelled ``config.dtype`` directly?"""
-        targets = [target.target for assign in self.tree.index.assigns for target in assign.targets]
-        targets += [node.target for node in self.tree.index.annotated]
-        targets += [node.target for node in self.tree.index.augmented]
-        return any(
-            dotted_name(element) == spelled for target in targets for element, _ in _pairs(target, None)
-        )
+        return assigns_attribute(self.tree, spelled)
 
     def module_classes(self) -> list[cst.ClassDef]:
         return [statement for statement in self.tree.source.module.body if isinstance(statement, cst.ClassDef)]
@@ -178,6 +173,15 @@ class Classes:
         elif self.attribute_values(cls, attr) is None:
             return None
         return values
+
+def assigns_attribute(tree: Tree, spelled: str) -> bool:
+    """Does the file assign the attribute spelled ``config.dtype`` (or ``ModelArgs.device``)
+    directly: plainly, annotated, augmented, or as a part of an unpacking?"""
+    targets = [target.target for assign in tree.index.assigns for target in assign.targets]
+    targets += [node.target for node in tree.index.annotated]
+    targets += [node.target for node in tree.index.augmented]
+    return any(dotted_name(element) == spelled for target in targets for element, _ in _pairs(target, None))
+
 
 def _pairs(
     target: cst.BaseExpression, value: cst.BaseExpression | None

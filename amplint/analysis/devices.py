@@ -32,6 +32,7 @@ from amplint.analysis.classes import Classes
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import (
     dotted_name,
+    has_call,
     is_none,
     last_name,
     match_arguments,
@@ -1576,7 +1577,7 @@ class DeviceAnalysis:
         second ``if`` runs only where the first found the device. Only for a test that
         reads names and subscripts: a call could answer differently the second time."""
         located = self.tree.statement_list(branch)
-        if located is None or any(self.tree.within(call, branch.test) for call in self.tree.index.calls):
+        if located is None or has_call(branch.test):
             return False
         siblings, index = located
         test = self.source.module.code_for_node(branch.test)

@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 
 import libcst as cst
 
-from amplint.engine.walk import ReadOnlyVisitor
+from amplint.engine.walk import ReadOnlyVisitor, walk
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:
@@ -32,6 +32,11 @@ def last_name(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Attribute):
         return node.attr.value
     return None
+
+
+def has_call(node: cst.CSTNode) -> bool:
+    """Does ``node`` call anything (itself a call, or one inside it)?"""
+    return any(isinstance(child, cst.Call) for child in walk(node))
 
 
 def operands(test: cst.BaseExpression, operator: type[cst.BaseBooleanOp]) -> list[cst.BaseExpression]:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from amplint.analysis.bindings import Bindings
 from amplint.analysis.calls import CallTargets, member_spec
-from amplint.analysis.classes import Classes
+from amplint.analysis.classes import Classes, assigns_attribute
 from amplint.analysis.modules import ProjectModules
 from amplint.analysis.names import NameResolver
 from amplint.analysis.syntax import dotted_name
@@ -362,17 +362,10 @@ def _class_constant(bindings: Bindings, attribute: cst.Attribute) -> cst.BaseExp
                 values.append(small.value)
     if len(values) != 1:
         return None
-    spelled = f"{owner}.{attribute.attr.value}"
-    for node in tree.parents:
-        targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            targets = [node.target]
-        if any(dotted_name(target) == spelled for target in targets):
-            return None
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
-            return None
+    if assigns_attribute(tree, f"{owner}.{attribute.attr.value}"):
+        return None
+    if any(isinstance(call.func, cst.Name) and call.func.value == "setattr" for call in tree.index.calls):
+        return None
     return values[0]
 
 

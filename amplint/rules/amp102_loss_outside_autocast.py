@@ -5,18 +5,14 @@ from collections.abc import Callable
 import libcst as cst
 
 from amplint.analysis.autocast import AutocastBlock
-from amplint.analysis.syntax import dotted_name, is_none
+from amplint.analysis.syntax import dotted_name, has_call, is_none
 from amplint.diagnostics import Applicability, Fix
-from amplint.engine.walk import ReadOnlyVisitor, walk
+from amplint.engine.walk import ReadOnlyVisitor
 from amplint.fixes.edits import body_indent, reindent_statements
 from amplint.rules.base import AnalysisRule, Invalid
 
 DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
 GRADIENT_FREE = frozenset({"no_grad", "inference_mode"})
-
-
-def _has_call(node: cst.CSTNode) -> bool:
-    return any(isinstance(child, cst.Call) for child in walk(node))
 
 
 def _moves_data(value: cst.BaseExpression) -> bool:
@@ -87,7 +83,7 @@ class _Bound(ReadOnlyVisitor):
         root: cst.BaseExpression = value
         while isinstance(root, (cst.Subscript, cst.Attribute)):
             if isinstance(root, cst.Subscript) and any(
-                not isinstance(element.slice, (cst.Index, cst.Slice)) or _has_call(element.slice) for element in root.slice
+                not isinstance(element.slice, (cst.Index, cst.Slice)) or has_call(element.slice) for element in root.slice
             ):
                 return False
             root = root.value

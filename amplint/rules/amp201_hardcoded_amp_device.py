@@ -2058,20 +2058,27 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         the scaler it needs (TabularTransformer, round AX)."""
         if use.device_types is None or use.conditional is None or use.device_expr is None or use.call is None:
             return None
-        test = use.conditional.test
+        # `nullcontext() if d == "cpu" else autocast(d)`, `autocast(d) if d != "cpu" else nullcontext()`
+        literal = self._literal_excluded(use.conditional, use.call, use.device_expr)
+        return use.device_types - {literal} if literal is not None else None
+
+    def _literal_excluded(self, conditional: cst.IfExp, node: cst.CSTNode, subject: cst.CSTNode) -> str | None:
+        """The string the conditional's test compares ``subject`` with, when ``node`` sits on
+        the branch that value never takes: the `else` of `subject == "cpu"`, the body of
+        `subject != "cpu"`; else None."""
+        test = conditional.test
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
             return None
         comparison = test.comparisons[0]
         literal = string_literal(comparison.comparator)
         code = self.context.module.code_for_node
-        if literal is None or code(test.left) != code(use.device_expr):
+        if literal is None or code(test.left) != code(subject):
             return None
         tree = self.context.analysis.tree
-        in_body = tree.within(use.call, use.conditional.body)
-        if isinstance(comparison.operator, cst.Equal) and not in_body:
-            return use.device_types - {literal}  # `nullcontext() if d == "cpu" else autocast(d)`
-        if isinstance(comparison.operator, cst.NotEqual) and in_body:
-            return use.device_types - {literal}  # `autocast(d) if d != "cpu" else nullcontext()`
+        if isinstance(comparison.operator, cst.Equal) and tree.within(node, conditional.orelse):
+            return literal
+        if isinstance(comparison.operator, cst.NotEqual) and tree.within(node, conditional.body):
+            return literal
         return None
 
     def _is_str_of_device(self, expr: cst.BaseExpression) -> bool:
@@ -2303,21 +2310,10 @@ class HardcodedAmpDevice(AnalysisRule, code="AMP201", name="hardcoded-amp-device
         """Is ``read`` on the branch of a conditional expression that tests the same value
         against "cpu" and that the "cpu" value never takes (the `else` of `x == "cpu"`, the
         body of `x != "cpu"`)?"""
-        code = self.context.module.code_for_node
         for child, ancestor in self.context.analysis.tree.ancestry(read):
             if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
                 return False
-            if not isinstance(ancestor, cst.IfExp) or child is ancestor.test:
-                continue
-            test = ancestor.test
-            if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-                continue
-            comparison = test.comparisons[0]
-            if string_literal(comparison.comparator) != "cpu" or code(test.left) != code(read):
-                continue
-            if isinstance(comparison.operator, cst.Equal) and child is ancestor.orelse:
-                return True
-            if isinstance(comparison.operator, cst.NotEqual) and child is ancestor.body:
+            if isinstance(ancestor, cst.IfExp) and child is not ancestor.test and self._literal_excluded(ancestor, read, read) == "cpu":
                 return True
         return False
 

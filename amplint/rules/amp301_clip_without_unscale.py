@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from amplint.analysis.scalers import ScalerCall
-from amplint.analysis.syntax import operands
+from amplint.analysis.syntax import has_call, operands
 from amplint.diagnostics import Applicability
 from amplint.fixes.calls import has_comment, source_of
 from amplint.rules.base import AnalysisRule, Invalid
@@ -575,7 +575,7 @@ class ClipWithoutUnscale(AnalysisRule, code="AMP301", name="clip-without-unscale
                 break
             if not isinstance(ancestor, cst.If) or not isinstance(ancestor.orelse, cst.Else) or child is ancestor.test:
                 continue
-            if any(tree.within(call, ancestor.test) for call in tree.index.calls):
+            if has_call(ancestor.test):
                 continue
             sides.setdefault(code(ancestor.test), child is ancestor.body)
         return sides

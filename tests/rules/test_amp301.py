@@ -44,16 +44,22 @@ def step(model, loss, optimizer, scaler, max_norm):
 """
 
 
-def _clip_run(torch: ModuleType, source: str, init_scale: float) -> tuple[float, Any]:
+def _linear_step(torch: ModuleType) -> tuple[Any, Any, Any]:
+    """A 4-to-1 linear model of weights 1 and bias 0, its SGD optimizer, and the loss of a
+    batch of two rows of tens: d(loss)/dW is 20 per weight and d(loss)/db is 2."""
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 1)
     with torch.no_grad():
         model.weight.fill_(1.0)
         model.bias.fill_(0.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    loss = model(torch.full((2, 4), 10.0)).sum()
+    return model, optimizer, loss
+
+
+def _clip_run(torch: ModuleType, source: str, init_scale: float) -> tuple[float, Any]:
+    model, optimizer, loss = _linear_step(torch)
     scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
-    x = torch.full((2, 4), 10.0)
-    loss = model(x).sum()
     norm = run_snippet(source, torch=torch)[0]["step"](model, loss, optimizer, scaler, 1.0)
     return float(norm), model
 
@@ -164,16 +170,10 @@ def test_unscaling_with_another_scaler_clips_wrongly_scaled_gradients_and_the_fi
     assert fix_text(OTHER_SCALER_STEP, select=["AMP301"]) == OTHER_SCALER_STEP  # unsafe only
 
     def run(source: str) -> float:
-        torch.manual_seed(0)
-        model = torch.nn.Linear(4, 1)
-        with torch.no_grad():
-            model.weight.fill_(1.0)
-            model.bias.fill_(0.0)
-        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        model, optimizer, loss = _linear_step(torch)
         g_scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
         d_scaler = torch.amp.GradScaler("cpu", init_scale=16.0)
         d_scaler.scale(torch.ones(()))  # the discriminator's step scaled its own loss earlier
-        loss = model(torch.full((2, 4), 10.0)).sum()
         return float(run_snippet(source, torch=torch)[0]["step"](model, loss, optimizer, g_scaler, d_scaler, 1e9))
 
     true_norm = (4 * 20.0**2 + 2.0**2) ** 0.5
