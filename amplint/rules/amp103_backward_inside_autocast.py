@@ -46,7 +46,8 @@ class BackwardInsideAutocast(AnalysisRule, code="AMP103", name="backward-inside-
     optimizer: a profiler reached through calls that runs `y.sum().backward()` to size
     batches (YOLO's autobatch) measures, it does not train. A call made with gradients off
     (under `torch.no_grad()` or `torch.inference_mode()`: megatransformer's evaluation step
-    calls the training loss function there; round BP) is not reported.
+    calls the training loss function there; round BP) is not reported (amplint's decision:
+    RULES.md covers a backward written in the block, not one reached through calls).
 
     ## Why is this bad?
     PyTorch's AMP recipe runs only the forward pass and the loss under autocast.

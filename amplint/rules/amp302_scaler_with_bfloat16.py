@@ -63,7 +63,9 @@ class ScalerWithBfloat16(AnalysisRule, code="AMP302", name="scaler-with-bfloat16
       `model.bfloat16()`, `from_pretrained(..., torch_dtype=torch.bfloat16)`; frozen
       modules do not count).
 
-    The code a scaler serves is its function; for a scaler stored on `self`, every
+    The code a scaler serves is its function, closures it defines included (ml-tarflow's
+    `main` builds the scaler and defines the `compute_loss` that opens the training
+    autocast; round BP); for a scaler stored on `self`, every
     method of its class (the scaler built in `__init__`, the autocast in `train_step`);
     for a module-level scaler, the whole module; and a module-level function of this file
     that the scaler's function passes it to and that uses it as its scaler
